@@ -1,0 +1,22 @@
+# The Fusion project image: Python, Java 17 and Spark's Kafka connector jars baked in.
+FROM python:3.11-slim-bookworm
+
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+    && rm -rf /var/lib/apt/lists/*
+
+ENV FUSION_HOME=/opt/fusion \
+    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
+    PYTHONUNBUFFERED=1
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY fusion ./fusion
+COPY indexers ./indexers
+COPY acks ./acks
+RUN pip install --no-cache-dir .
+
+# Fetched at build time so that containers never download anything at run time.
+RUN fusion infra fetch --only spark-kafka && rm -rf /root/.m2
+
+CMD ["fusion", "--help"]

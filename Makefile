@@ -1,0 +1,57 @@
+# Fusion: every target sets up what it needs (venv, packages, Maven artifacts) first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: help install provision test unit integration lint demo infra-up infra-down infra-status clean
+
+help:
+	@echo "make demo     set everything up, start Kafka + Elasticsearch, run the demo"
+	@echo "make test     set everything up and run unit + integration tests (real servers)"
+	@echo "make lint     ruff + mypy"
+	@echo "make unit     fast tests, no servers"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+		|| { echo "error: Python 3.11 or newer is needed (found: $$($(PYTHON) --version 2>&1)); set PYTHON=python3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+# Kafka broker jars, the Elasticsearch distribution and Spark's Kafka connector, via Maven.
+provision: install
+	$(BIN)/fusion infra fetch
+
+test: provision
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+unit: install
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+integration: provision
+	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check fusion indexers acks tests
+	$(BIN)/ruff format --check fusion indexers acks tests
+	$(BIN)/mypy
+
+demo: provision
+	$(BIN)/fusion demo
+
+infra-up: provision
+	$(BIN)/fusion infra up
+
+infra-down: install
+	$(BIN)/fusion infra down
+
+infra-status: install
+	$(BIN)/fusion infra status
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

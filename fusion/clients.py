@@ -1,0 +1,101 @@
+"""Kafka, Elasticsearch and Spark clients, built from :class:`fusion.settings.Settings`.
+
+Nothing here holds state: every function builds a fresh client from the
+frozen settings, so the same code talks to the local runtime, to a
+testcontainers pair or to a production cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from elasticsearch import Elasticsearch
+from elasticsearch import TransportError as ESTransportError
+
+from fusion.errors import ServiceUnavailableError
+from fusion.infra.artifacts import ArtifactCache
+from fusion.settings import ElasticsearchSettings, KafkaSettings, Settings
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+def kafka_admin(settings: KafkaSettings) -> AdminClient:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(dict(settings.as_librdkafka_options()), logger=log)
+
+
+def kafka_producer(settings: KafkaSettings, options: Mapping[str, Any] | None = None) -> Producer:
+    """A producer with idempotence on: a retried send never writes a record twice."""
+    from confluent_kafka import Producer
+
+    defaults = {"enable.idempotence": True, "linger.ms": 5, "logger": log}
+    return Producer(settings.as_librdkafka_options() | defaults | dict(options or {}))
+
+
+def kafka_consumer(
+    settings: KafkaSettings, group_id: str, options: Mapping[str, Any] | None = None
+) -> Consumer:
+    """A consumer that sees only committed transactional records, from the earliest offset."""
+    from confluent_kafka import Consumer
+
+    defaults = {
+        "group.id": group_id,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "logger": log,
+    }
+    return Consumer(settings.as_librdkafka_options() | defaults | dict(options or {}))
+
+
+def elasticsearch(settings: ElasticsearchSettings) -> Elasticsearch:
+    return Elasticsearch(**settings.as_client_options())
+
+
+def check_kafka(settings: KafkaSettings, timeout: float = 5.0) -> int:
+    """Number of brokers answering; ``ServiceUnavailableError`` if none do."""
+    try:
+        metadata = kafka_admin(settings).list_topics(timeout=timeout)
+    except Exception as exc:
+        raise ServiceUnavailableError("Kafka", settings.bootstrap, str(exc)) from None
+    return len(metadata.brokers)
+
+
+def check_elasticsearch(settings: ElasticsearchSettings) -> str:
+    """The server's version; ``ServiceUnavailableError`` if it does not answer."""
+    try:
+        info = elasticsearch(settings).info()
+    except (ESTransportError, OSError) as exc:
+        raise ServiceUnavailableError("Elasticsearch", settings.url, type(exc).__name__) from None
+    return str(info["version"]["number"])
+
+
+def spark_session(settings: Settings, app_name: str | None = None) -> SparkSession:
+    """A SparkSession with the Kafka connector on ``spark.jars`` and the configured state store.
+
+    The connector jars are fetched into the Fusion cache on first use; Spark's
+    own Ivy resolver is never asked, so no repository beyond Maven's is needed.
+    """
+    from pyspark.sql import SparkSession
+
+    # Python workers must run the interpreter that has Fusion installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    jars = ArtifactCache(settings.runtime.home).spark_kafka_jars()
+    builder = SparkSession.builder.master(settings.spark.master).appName(
+        app_name or settings.spark.app_name
+    )
+    for key, value in settings.spark.as_spark_conf(jars).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

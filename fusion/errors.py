@@ -1,0 +1,100 @@
+"""The error hierarchy: every failure Fusion reports is a ``FusionError``.
+
+Each subclass carries structured fields (which port, which artifact, which
+file) and renders a one-line message that names the problem and the fix.
+Errors may be raised inside Spark ``foreachBatch`` functions and so get
+pickled across the Python/JVM boundary; ``FusionError.__reduce__`` keeps the
+fields through that round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _rebuild(cls: type[FusionError], args: tuple[Any, ...], state: dict[str, Any]) -> FusionError:
+    error = Exception.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+class FusionError(Exception):
+    """Root of all errors raised by Fusion."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Subclasses take keyword fields, not the message, so the default
+        # Exception pickling (cls(*args)) would call them wrongly.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+class ConfigError(FusionError):
+    """A configuration file or environment override is invalid."""
+
+    def __init__(self, source: str, field: str, problem: str) -> None:
+        self.source = source
+        self.field = field
+        self.problem = problem
+        where = f"{source}: {field}" if field else source
+        super().__init__(f"{where}: {problem}")
+
+
+class InfraError(FusionError):
+    """The local Kafka/Elasticsearch runtime could not be provisioned or run."""
+
+
+class ToolMissingError(InfraError):
+    """A program the local runtime needs (java, mvn) is not installed."""
+
+    def __init__(self, tool: str, hint: str) -> None:
+        self.tool = tool
+        super().__init__(f"{tool} not found on PATH: {hint}")
+
+
+class PortInUseError(InfraError):
+    """A port the local runtime wants is already bound by another process."""
+
+    def __init__(self, service: str, port: int, option: str) -> None:
+        self.service = service
+        self.port = port
+        super().__init__(
+            f"port {port} for {service} is already in use: stop what listens there "
+            f"or choose another port with {option}"
+        )
+
+
+class DownloadError(InfraError):
+    """Maven could not fetch an artifact."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        self.detail = detail
+        super().__init__(
+            f"could not download {what} with Maven: {detail} "
+            "(check network access to the Maven repository or your ~/.m2/settings.xml)"
+        )
+
+
+class ServerStartError(InfraError):
+    """A local server did not become healthy."""
+
+    def __init__(self, service: str, reason: str, log_tail: str) -> None:
+        self.service = service
+        self.reason = reason
+        self.log_tail = log_tail
+        message = f"{service} did not come up: {reason}"
+        if log_tail:
+            message += f"; last log lines:\n{log_tail}"
+        super().__init__(message)
+
+
+class ServiceUnavailableError(FusionError):
+    """Kafka or Elasticsearch did not answer at the configured address."""
+
+    def __init__(self, service: str, address: str, detail: str) -> None:
+        self.service = service
+        self.address = address
+        super().__init__(
+            f"{service} at {address} is unreachable ({detail}): start it with "
+            f"`fusion infra up` or point the config/env at a running {service}"
+        )

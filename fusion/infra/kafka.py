@@ -1,0 +1,140 @@
+"""A single-node Apache Kafka broker in KRaft mode, run from the cached broker jars."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from fusion.errors import ServerStartError
+from fusion.infra.java import java_home
+from fusion.infra.process import ManagedProcess
+
+_QUIET = logging.getLogger("fusion.infra.kafka.client")
+_QUIET.setLevel(logging.CRITICAL)
+
+_LOG4J2 = """\
+Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Logger:
+      - name: kafka
+        level: INFO
+      - name: org.apache.kafka
+        level: WARN
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDOUT
+"""
+
+
+@dataclass(frozen=True)
+class KafkaPorts:
+    broker: int
+    controller: int
+
+
+class LocalKafka:
+    """One combined broker/controller, data under ``<state_dir>/kafka``."""
+
+    name = "kafka"
+
+    def __init__(self, libs: Path, state_dir: Path, heap: str) -> None:
+        self.libs = libs
+        self.dir = state_dir / "kafka"
+        self.heap = heap
+        self.process = ManagedProcess(
+            "kafka", self.dir / "kafka.pid", self.dir / "kafka.log", marker="kafka.Kafka"
+        )
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "data"
+
+    def start(self, ports: KafkaPorts) -> None:
+        """Write the config, format storage on first start, launch the broker."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        properties = self.dir / "server.properties"
+        properties.write_text(_server_properties(ports, self.data_dir))
+        (self.dir / "log4j2.yaml").write_text(_LOG4J2)
+        if not (self.data_dir / "meta.properties").exists():
+            self._format(properties)
+        self.process.start(self._java("kafka.Kafka", str(properties)), env=_env(), cwd=self.dir)
+
+    def _format(self, properties: Path) -> None:
+        cluster_id = _cluster_id(uuid.uuid4())
+        result = subprocess.run(
+            self._java(
+                "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)
+            ),
+            capture_output=True,
+            text=True,
+            env=_env(),
+            check=False,
+        )
+        if result.returncode != 0:
+            raise ServerStartError("kafka", "formatting the KRaft storage failed", result.stderr)
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        return [
+            str(java_home() / "bin" / "java"),
+            f"-Xms{self.heap}",
+            f"-Xmx{self.heap}",
+            f"-Dlog4j2.configurationFile={self.dir / 'log4j2.yaml'}",
+            "-cp",
+            f"{self.libs}/*",
+            main,
+            *args,
+        ]
+
+    def healthy(self, bootstrap: str) -> bool:
+        """True once the broker answers a metadata request."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": bootstrap}, logger=_QUIET)
+        try:
+            metadata = admin.list_topics(timeout=2)
+        except Exception:
+            return False
+        return bool(metadata.brokers)
+
+
+def _server_properties(ports: KafkaPorts, data_dir: Path) -> str:
+    return f"""\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{ports.controller}
+listeners=PLAINTEXT://127.0.0.1:{ports.broker},CONTROLLER://127.0.0.1:{ports.controller}
+advertised.listeners=PLAINTEXT://127.0.0.1:{ports.broker}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs={data_dir}
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+delete.topic.enable=true
+"""
+
+
+def _cluster_id(value: uuid.UUID) -> str:
+    """Kafka's cluster id format: the UUID's 16 bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def _env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JAVA_HOME": str(java_home())}

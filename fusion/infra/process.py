@@ -1,0 +1,137 @@
+"""Detached server processes: start, find again from a pid file, stop with nothing left behind.
+
+Each server runs in its own session (process group), so stopping it signals
+the launcher script and every JVM it forked at once. Linux is assumed: the
+group's members are read from ``/proc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ManagedProcess:
+    """A server process identified by its pid file and a marker in its command line."""
+
+    name: str
+    pid_file: Path
+    log_file: Path
+    marker: str
+
+    def start(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        user: str | None = None,
+    ) -> int:
+        """Start ``argv`` detached, appending output to the log file; return its pid."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        account = pwd.getpwnam(user) if user else None
+        with self.log_file.open("ab") as log:
+            process = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                user=account.pw_uid if account else None,
+                group=account.pw_gid if account else None,
+                extra_groups=[] if account else None,
+            )
+        self.pid_file.write_text(str(process.pid))
+        return process.pid
+
+    def pid(self) -> int | None:
+        """The pid from the pid file, if that process group still runs our server."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        return pid if group_members(pid, self.marker) else None
+
+    def is_running(self) -> bool:
+        return self.pid() is not None
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM the process group, wait for it, SIGKILL what remains."""
+        pid = self.pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return
+        _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while group_members(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if group_members(pid):
+            _signal_group(pid, signal.SIGKILL)
+            while group_members(pid):
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def group_members(pgid: int, marker: str | None = None) -> list[int]:
+    """Pids of live processes in process group ``pgid``.
+
+    With ``marker``, the group counts only if one member's command line
+    contains it: a stale pid file whose number was reused returns nothing.
+    """
+    members = []
+    matched = marker is None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            # Fields after the parenthesised command: state, ppid, pgrp, ...
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if fields[0] == "Z" or int(fields[2]) != pgid:
+                continue
+            members.append(int(entry.name))
+            if not matched and marker is not None:
+                matched = marker in (entry / "cmdline").read_bytes().decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+    return members if matched else []
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the kernel just handed out as free (bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port

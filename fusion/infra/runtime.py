@@ -1,0 +1,258 @@
+"""`fusion infra`: a real Kafka broker and Elasticsearch node on 127.0.0.1, no Docker needed.
+
+``up`` goes through these steps:
+
+1. check Java 17+ is installed;
+2. fetch what the cache lacks (Kafka jars, Elasticsearch, Spark connector) with Maven;
+3. check the ports are free (a service already running from an earlier ``up`` is kept);
+4. start both servers, each in its own process group, data under the state directory;
+5. wait until Kafka answers metadata and Elasticsearch reports yellow/green health,
+   stopping both and showing the log tail of the one that failed otherwise;
+6. record ports and versions in ``runtime.json`` for ``status`` and ``down``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from fusion.errors import InfraError, PortInUseError, ServerStartError
+from fusion.infra.artifacts import KAFKA_VERSION, ArtifactCache
+from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch, get_json
+from fusion.infra.java import java_home
+from fusion.infra.kafka import KafkaPorts, LocalKafka
+from fusion.infra.process import free_port, port_is_free
+from fusion.settings import RuntimeSettings
+
+Service = Literal["kafka", "elasticsearch"]
+SERVICES: tuple[Service, ...] = ("kafka", "elasticsearch")
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where the running servers answer, and what they are."""
+
+    kafka_bootstrap: str
+    es_url: str
+    kafka_version: str
+    es_version: str
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    name: str
+    running: bool
+    healthy: bool
+    address: str | None
+    version: str | None
+    pid: int | None
+
+
+def _ignore(_: str) -> None:
+    pass
+
+
+class LocalRuntime:
+    """The local Kafka + Elasticsearch pair: artifacts in ``home``, state in ``state_dir``."""
+
+    def __init__(
+        self,
+        home: Path,
+        state_dir: Path | None = None,
+        kafka_heap: str = "512m",
+        es_heap: str = "512m",
+    ) -> None:
+        self.cache = ArtifactCache(home)
+        self.state_dir = state_dir or home / "runtime"
+        self.kafka_heap = kafka_heap
+        self.es_heap = es_heap
+
+    @classmethod
+    def from_settings(cls, settings: RuntimeSettings) -> LocalRuntime:
+        return cls(
+            settings.home,
+            settings.state_dir,
+            kafka_heap=settings.kafka_heap,
+            es_heap=settings.es_heap,
+        )
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "runtime.json"
+
+    def kafka(self) -> LocalKafka:
+        return LocalKafka(self.cache.kafka_libs(), self.state_dir, self.kafka_heap)
+
+    def elasticsearch(self) -> LocalElasticsearch:
+        return LocalElasticsearch(self.cache.elasticsearch_home(), self.state_dir, self.es_heap)
+
+    def up(
+        self,
+        kafka_port: int = 9092,
+        es_port: int = 9200,
+        on_step: Callable[[str], None] = _ignore,
+        timeout: float = 180.0,
+    ) -> Endpoints:
+        """Start whatever is not running yet and wait until both servers are healthy."""
+        java_home()
+        for name in self.cache.missing():
+            on_step(f"fetching {name} with Maven (first run only)")
+            self.cache.fetch(name)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        state = self._read_state()
+        kafka, es = self.kafka(), self.elasticsearch()
+        started: list[LocalKafka | LocalElasticsearch] = []
+        try:
+            if not _reuse(kafka, state.get("kafka"), kafka_port, "--kafka-port"):
+                on_step(f"starting Kafka {KAFKA_VERSION} on 127.0.0.1:{kafka_port}")
+                ports = KafkaPorts(kafka_port, _companion_port(kafka_port, 1))
+                kafka.start(ports)
+                started.append(kafka)
+                state["kafka"] = {"port": ports.broker, "controller_port": ports.controller}
+            if not _reuse(es, state.get("elasticsearch"), es_port, "--es-port"):
+                on_step(f"starting Elasticsearch on 127.0.0.1:{es_port}")
+                es_ports = ElasticsearchPorts(es_port, _companion_port(es_port, 100))
+                es.start(es_ports)
+                started.append(es)
+                state["elasticsearch"] = {
+                    "port": es_ports.http,
+                    "transport_port": es_ports.transport,
+                }
+            self._write_state(state)
+            endpoints = self._endpoints(state)
+            on_step("waiting for Kafka and Elasticsearch to become healthy")
+            self._wait_healthy(kafka, es, endpoints, timeout)
+        except BaseException:
+            for service in started:
+                service.process.stop()
+            raise
+        return self._endpoints(state, with_es_version=True)
+
+    def down(self, purge: bool = False) -> None:
+        """Stop both servers (nothing of ours keeps running); with ``purge``, delete their data."""
+        for service in self._services():
+            service.process.stop()
+        if purge:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def status(self) -> list[ServiceStatus]:
+        state = self._read_state()
+        result = []
+        for service in self._services():
+            recorded = state.get(service.name, {})
+            port = recorded.get("port")
+            pid = service.process.pid()
+            healthy = False
+            version = None
+            address = None
+            if port is not None:
+                is_kafka = service.name == "kafka"
+                address = f"127.0.0.1:{port}" if is_kafka else f"http://127.0.0.1:{port}"
+                healthy = pid is not None and service.healthy(address)
+                if healthy:
+                    version = KAFKA_VERSION if is_kafka else _es_version(address)
+            result.append(
+                ServiceStatus(service.name, pid is not None, healthy, address, version, pid)
+            )
+        return result
+
+    def log_file(self, service: Service) -> Path:
+        return (self.kafka() if service == "kafka" else self.elasticsearch()).process.log_file
+
+    def endpoints(self) -> Endpoints:
+        """Endpoints of the servers recorded by the last ``up``."""
+        return self._endpoints(self._read_state(), with_es_version=True)
+
+    def _services(self) -> list[LocalKafka | LocalElasticsearch]:
+        services: list[LocalKafka | LocalElasticsearch] = []
+        if self.cache.kafka_dir.is_dir():
+            services.append(self.kafka())
+        if self.cache.elasticsearch_dir.is_dir():
+            services.append(self.elasticsearch())
+        return services
+
+    def _wait_healthy(
+        self, kafka: LocalKafka, es: LocalElasticsearch, endpoints: Endpoints, timeout: float
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        pending: dict[str, Callable[[], bool]] = {
+            "kafka": lambda: kafka.healthy(endpoints.kafka_bootstrap),
+            "elasticsearch": lambda: es.healthy(endpoints.es_url),
+        }
+        processes = {"kafka": kafka.process, "elasticsearch": es.process}
+        while pending:
+            for name in list(pending):
+                if pending[name]():
+                    del pending[name]
+                elif not processes[name].is_running():
+                    raise ServerStartError(name, "its process exited", processes[name].log_tail())
+            if pending and time.monotonic() > deadline:
+                name = next(iter(pending))
+                raise ServerStartError(
+                    name, f"not healthy after {timeout:.0f} s", processes[name].log_tail()
+                )
+            if pending:
+                time.sleep(0.5)
+
+    def _endpoints(self, state: dict[str, Any], with_es_version: bool = False) -> Endpoints:
+        if "kafka" not in state or "elasticsearch" not in state:
+            raise InfraError("the local runtime is not set up: run `fusion infra up` first")
+        es_url = f"http://127.0.0.1:{state['elasticsearch']['port']}"
+        return Endpoints(
+            kafka_bootstrap=f"127.0.0.1:{state['kafka']['port']}",
+            es_url=es_url,
+            kafka_version=KAFKA_VERSION,
+            es_version=(_es_version(es_url) or "unknown") if with_es_version else "unknown",
+        )
+
+    def _read_state(self) -> dict[str, Any]:
+        try:
+            state: dict[str, Any] = json.loads(self.state_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return state
+
+    def _write_state(self, state: dict[str, Any]) -> None:
+        self.state_file.write_text(json.dumps(state, indent=2))
+
+
+def _reuse(
+    service: LocalKafka | LocalElasticsearch,
+    recorded: dict[str, Any] | None,
+    port: int,
+    option: str,
+) -> bool:
+    """True if ``service`` already runs on ``port``; an error if it runs elsewhere."""
+    if not service.process.is_running():
+        if not port_is_free(port):
+            raise PortInUseError(service.name, port, option)
+        return False
+    running_port = (recorded or {}).get("port")
+    if running_port != port:
+        raise InfraError(
+            f"{service.name} already runs on port {running_port} from an earlier "
+            f"`fusion infra up`; run `fusion infra down` first to move it to {port}"
+        )
+    return True
+
+
+def _companion_port(port: int, offset: int) -> int:
+    """The conventional second port (9093 next to 9092, 9300 next to 9200), or any free one."""
+    candidate = port + offset
+    if candidate <= 65535 and port_is_free(candidate):
+        return candidate
+    return free_port()
+
+
+def _es_version(url: str) -> str | None:
+    try:
+        info = get_json(url)
+    except (OSError, ValueError):
+        return None
+    version = info.get("version")
+    return str(version.get("number")) if isinstance(version, dict) else None

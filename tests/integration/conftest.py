@@ -1,0 +1,181 @@
+"""Session-wide real servers for the integration tests.
+
+One Kafka broker, one Elasticsearch node and one SparkSession serve the whole
+test session; each test gets its own uuid-named topics and indexes and cleans
+them up. Where the servers come from, in order of preference:
+
+1. ``FUSION_TEST_KAFKA_BOOTSTRAP`` + ``FUSION_TEST_ES_URL``: servers you run already;
+2. testcontainers, when a Docker engine answers;
+3. the local launcher (`fusion infra`), on free ports, in a throwaway state directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import NewTopic
+from elasticsearch import Elasticsearch
+
+from fusion import clients
+from fusion.infra.process import free_port
+from fusion.infra.runtime import Endpoints, LocalRuntime
+from fusion.settings import ElasticsearchSettings, RuntimeSettings, Settings
+
+log = logging.getLogger("fusion.tests")
+
+KAFKA_IMAGE = "confluentinc/cp-kafka:7.9.0"
+ES_IMAGE = "elasticsearch:8.7.1"
+
+
+def _docker_available() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+    except Exception:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _containers() -> Iterator[Endpoints]:
+    from testcontainers.community.elasticsearch import ElasticSearchContainer
+    from testcontainers.community.kafka import KafkaContainer
+
+    kafka = (
+        KafkaContainer(KAFKA_IMAGE)
+        .with_kraft()
+        .with_env("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1")
+        .with_env("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "1")
+    )
+    es = ElasticSearchContainer(ES_IMAGE, mem_limit="1g").with_env(
+        "ES_JAVA_OPTS", "-Xms512m -Xmx512m"
+    )
+    with kafka, es:
+        es_url = es.get_url()
+        yield Endpoints(kafka.get_bootstrap_server(), es_url, KAFKA_IMAGE, _es_version(es_url))
+
+
+@contextlib.contextmanager
+def _local_runtime() -> Iterator[Endpoints]:
+    home = RuntimeSettings.model_validate(
+        {"home": os.environ.get("FUSION_HOME", "~/.cache/fusion")}
+    ).home
+    # Our own state directory, so a `fusion infra up` of the user is never touched.
+    state_dir = Path(tempfile.mkdtemp(prefix="test-runtime-", dir=_ensure(home)))
+    runtime = LocalRuntime(home, state_dir=state_dir)
+    try:
+        yield runtime.up(kafka_port=free_port(), es_port=free_port())
+    finally:
+        runtime.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _es_version(url: str) -> str:
+    return clients.check_elasticsearch(ElasticsearchSettings(url=url))
+
+
+def _ensure(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def servers(request: pytest.FixtureRequest) -> Iterator[Endpoints]:
+    external = os.environ.get("FUSION_TEST_KAFKA_BOOTSTRAP"), os.environ.get("FUSION_TEST_ES_URL")
+    if all(external):
+        kafka, es_url = external
+        assert kafka and es_url
+        source: contextlib.AbstractContextManager[Endpoints] = contextlib.nullcontext(
+            Endpoints(kafka, es_url, "external", _es_version(es_url))
+        )
+        how = "external servers"
+    elif _docker_available():
+        source, how = _containers(), "testcontainers"
+    else:
+        source, how = _local_runtime(), "local launcher (fusion infra)"
+    with source as endpoints:
+        line = (
+            f"integration servers ({how}): "
+            f"Kafka {endpoints.kafka_version} at {endpoints.kafka_bootstrap}, "
+            f"Elasticsearch {endpoints.es_version} at {endpoints.es_url}"
+        )
+        log.warning(line)
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+        yield endpoints
+
+
+@pytest.fixture(scope="session")
+def settings(servers: Endpoints) -> Settings:
+    env = {
+        "FUSION_KAFKA_BOOTSTRAP": servers.kafka_bootstrap,
+        "FUSION_ES_URL": servers.es_url,
+        "FUSION_SPARK_MASTER": "local[2]",
+        "FUSION_SPARK_SHUFFLE_PARTITIONS": "2",
+    }
+    if "FUSION_HOME" in os.environ:
+        env["FUSION_HOME"] = os.environ["FUSION_HOME"]
+    return Settings.load(env=env)
+
+
+@pytest.fixture(scope="session")
+def spark(settings: Settings) -> Iterator[Any]:
+    session = clients.spark_session(settings, app_name="fusion-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def es(settings: Settings) -> Iterator[Elasticsearch]:
+    client = clients.elasticsearch(settings.elasticsearch)
+    yield client
+    client.close()
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def make_topic(settings: Settings) -> Iterator[Callable[..., str]]:
+    """Create uniquely named topics for one test; delete them afterwards."""
+    admin = clients.kafka_admin(settings.kafka)
+    created: list[str] = []
+
+    def make(prefix: str = "t", partitions: int = 1) -> str:
+        name = unique_name(prefix)
+        for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+            future.result(timeout=30)
+        created.append(name)
+        return name
+
+    yield make
+    if created:
+        for future in admin.delete_topics(created).values():
+            with contextlib.suppress(Exception):
+                future.result(timeout=30)
+
+
+@pytest.fixture
+def make_index(es: Elasticsearch) -> Iterator[Callable[[str], str]]:
+    """Unique index names for one test; whatever was created under them is deleted afterwards."""
+    names: list[str] = []
+
+    def make(prefix: str = "idx") -> str:
+        names.append(unique_name(prefix))
+        return names[-1]
+
+    yield make
+    for name in names:
+        es.options(ignore_status=404).indices.delete(index=name)

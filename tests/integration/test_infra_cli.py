@@ -1,0 +1,84 @@
+"""`fusion infra up | status | down` against the real launcher, in a private state directory."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from fusion.cli import main
+from fusion.infra.process import free_port, group_members
+from fusion.infra.runtime import LocalRuntime
+from fusion.settings import Settings
+
+
+@pytest.fixture
+def runtime_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    state_dir = tmp_path / "state"
+    monkeypatch.setenv("FUSION_RUNTIME_STATE_DIR", str(state_dir))
+    monkeypatch.setenv("FUSION_RUNTIME_KAFKA_PORT", str(free_port()))
+    monkeypatch.setenv("FUSION_RUNTIME_ES_PORT", str(free_port()))
+    return state_dir
+
+
+def _pids(state_dir: Path) -> list[int]:
+    return [int(p.read_text()) for p in state_dir.glob("*/*.pid")]
+
+
+def test_up_status_down_keeps_data_and_purge_deletes_it(
+    runtime_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings.load()
+    es_url = f"http://127.0.0.1:{settings.runtime.es_port}"
+    try:
+        assert main(["infra", "up"]) == 0
+        capsys.readouterr()
+        assert main(["infra", "status", "--json"]) == 0
+        statuses = json.loads(capsys.readouterr().out)
+        assert {s["name"]: s["healthy"] for s in statuses} == {"kafka": True, "elasticsearch": True}
+        with urllib.request.urlopen(es_url) as response:
+            assert json.loads(response.read())["version"]["number"].startswith("8.")
+        _put(f"{es_url}/keep/_doc/1?refresh=wait_for", {"kept": True})
+        pids = _pids(runtime_env)
+        assert len(pids) == 2
+
+        assert main(["infra", "down"]) == 0
+        assert all(group_members(pid) == [] for pid in pids)
+        assert main(["infra", "status"]) == 1
+
+        assert main(["infra", "up"]) == 0
+        with urllib.request.urlopen(f"{es_url}/keep/_doc/1") as response:
+            assert json.loads(response.read())["_source"] == {"kept": True}
+    finally:
+        assert main(["infra", "down", "--purge"]) == 0
+    assert not runtime_env.exists()
+
+
+def test_port_in_use_is_one_clear_line(
+    runtime_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings.load()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", settings.runtime.kafka_port))
+        taken.listen()
+
+        assert main(["infra", "up"]) == 2
+
+    error = capsys.readouterr().err
+    assert f"port {settings.runtime.kafka_port} for kafka is already in use" in error
+    assert "--kafka-port" in error
+    assert LocalRuntime.from_settings(settings.runtime).status()[0].running is False
+
+
+def _put(url: str, body: dict[str, object]) -> None:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="PUT",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as response:
+        assert response.status in (200, 201)

@@ -1,0 +1,70 @@
+"""No Docker engine runs here, so the compose file is checked by reading it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
+from fusion.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compose() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return data
+
+
+def test_servers_use_official_images_at_the_versions_we_test() -> None:
+    services = _compose()["services"]
+
+    assert services["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"
+    assert services["elasticsearch"]["image"] == f"elasticsearch:{ELASTICSEARCH_VERSION}"
+
+
+def test_kafka_is_single_node_kraft_with_transactions() -> None:
+    kafka = _compose()["services"]["kafka"]
+    env = kafka["environment"]
+
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == 1
+    assert env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == 1
+    assert "9092:9092" in kafka["ports"]
+    assert "HOST://127.0.0.1:9092" in env["KAFKA_ADVERTISED_LISTENERS"]
+    assert "INTERNAL://kafka:29092" in env["KAFKA_ADVERTISED_LISTENERS"]
+
+
+def test_elasticsearch_is_single_node_without_security() -> None:
+    es = _compose()["services"]["elasticsearch"]
+    env = es["environment"]
+
+    assert env["discovery.type"] == "single-node"
+    assert env["xpack.security.enabled"] == "false"
+    assert "9200:9200" in es["ports"]
+
+
+def test_every_server_has_a_healthcheck_and_a_volume() -> None:
+    services = _compose()["services"]
+
+    for name in ("kafka", "elasticsearch"):
+        assert services[name]["healthcheck"]["test"][0] == "CMD-SHELL"
+        assert services[name]["volumes"]
+
+
+def test_project_service_reaches_servers_by_their_compose_names() -> None:
+    services = _compose()["services"]
+    check = services["fusion-check"]
+
+    settings = Settings.load(env=check["environment"])
+
+    assert settings.kafka.bootstrap == "kafka:29092"
+    assert settings.elasticsearch.url == "http://elasticsearch:9200"
+    assert check["build"] == "."
+    assert {name: dep["condition"] for name, dep in check["depends_on"].items()} == {
+        "kafka": "service_healthy",
+        "elasticsearch": "service_healthy",
+    }
+    assert (ROOT / "Dockerfile").is_file()

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from fusion.infra.process import ManagedProcess, free_port, group_members, port_is_free
+
+
+def test_stop_ends_the_whole_process_group(tmp_path: Path) -> None:
+    process = ManagedProcess("sleeper", tmp_path / "p.pid", tmp_path / "p.log", marker="sleep")
+    # A parent with a child, like the Elasticsearch launcher and its server JVM.
+    pid = process.start(
+        ["/bin/sh", "-c", "sleep 300 & sleep 300; wait"],
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+    )
+    assert process.pid() == pid
+    assert len(group_members(pid)) >= 2
+
+    process.stop(timeout=5)
+
+    assert group_members(pid) == []
+    assert process.pid() is None
+    assert not process.pid_file.exists()
+
+
+def test_stale_pid_file_is_not_our_process(tmp_path: Path) -> None:
+    process = ManagedProcess("kafka", tmp_path / "k.pid", tmp_path / "k.log", marker="kafka.Kafka")
+    process.pid_file.write_text("1")
+
+    assert process.pid() is None
+
+
+def test_log_tail_returns_last_lines(tmp_path: Path) -> None:
+    process = ManagedProcess("x", tmp_path / "x.pid", tmp_path / "x.log", marker="x")
+    process.log_file.write_text("\n".join(f"line {i}" for i in range(30)))
+
+    assert process.log_tail(2) == "line 28\nline 29"
+
+
+def test_free_port_is_free() -> None:
+    port = free_port()
+
+    assert port_is_free(port)
