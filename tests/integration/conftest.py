@@ -33,6 +33,7 @@ from fusion.settings import ElasticsearchSettings, RuntimeSettings, Settings
 log = logging.getLogger("fusion.tests")
 
 KAFKA_IMAGE = "confluentinc/cp-kafka:7.9.0"
+SERVER_LINES: list[str] = []  # repeated in the terminal summary, see tests/conftest.py
 ES_IMAGE = "elasticsearch:8.7.1"
 
 
@@ -109,10 +110,13 @@ def servers(request: pytest.FixtureRequest) -> Iterator[Endpoints]:
             f"Kafka {endpoints.kafka_version} at {endpoints.kafka_bootstrap}, "
             f"Elasticsearch {endpoints.es_version} at {endpoints.es_url}"
         )
-        log.warning(line)
+        log.info(line)
+        SERVER_LINES.append(line)
+        capture = request.config.pluginmanager.get_plugin("capturemanager")
         reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(line)
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line("\n" + line)
         yield endpoints
 
 
