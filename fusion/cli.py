@@ -10,68 +10,115 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
-from fusion import clients
-from fusion.errors import FusionError
+from fusion import clients, pipeline, topology
+from fusion.config import PipelineConfig
+from fusion.errors import ConfigError, FusionError
+from fusion.generator import GenOptions, build_dataset, produce, write_expected
 from fusion.infra.artifacts import ARTIFACT_SETS, ArtifactCache
 from fusion.infra.runtime import SERVICES, Endpoints, LocalRuntime
-from fusion.settings import Settings
+from fusion.metrics import Metrics
+from fusion.settings import Settings, read_toml
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
-        settings = Settings.load(args.config)
-        result: int = args.handler(args, settings)
+        args.config = getattr(args, "config", None)
+        result: int = args.handler(args, load_config(args.config))
         return result
     except FusionError as exc:
-        err.print(f"[bold red]fusion: error:[/] {exc}", markup=True, soft_wrap=True)
+        err.print(f"[bold red]fusion: error:[/] {escape(str(exc))}", soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
 
 
+def load_config(path: Path | None) -> Settings:
+    """A :class:`PipelineConfig` if the file has a ``[pipeline]`` table, else plain settings."""
+    if path is not None and "pipeline" in read_toml(path):
+        return PipelineConfig.load(path)
+    return Settings.load(path)
+
+
+def _pipeline(settings: Settings) -> PipelineConfig:
+    if not isinstance(settings, PipelineConfig):
+        raise ConfigError(
+            "--config", "", "this command needs a pipeline file with [pipeline] and [[sources]] "
+            "tables (see examples/healthcare.toml)"
+        )  # fmt: skip
+    return settings
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fusion", description=__doc__)
-    parser.add_argument("--config", type=Path, help="settings/pipeline TOML file")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config", type=Path, default=argparse.SUPPRESS, help="settings or pipeline TOML file"
+    )
+    parser = argparse.ArgumentParser(prog="fusion", description=__doc__, parents=[common])
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    infra = commands.add_parser("infra", help="run a local Kafka + Elasticsearch (no Docker)")
+    def command(name: str, help: str, handler: object) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help, parents=[common])
+        sub.set_defaults(handler=handler)
+        return sub
+
+    infra = command("infra", "run a local Kafka + Elasticsearch (no Docker)", None)
     infra_commands = infra.add_subparsers(required=True, metavar="ACTION")
-    up = infra_commands.add_parser("up", help="fetch (first time), start and wait until healthy")
+
+    def infra_command(name: str, help: str, handler: object) -> argparse.ArgumentParser:
+        sub = infra_commands.add_parser(name, help=help, parents=[common])
+        sub.set_defaults(handler=handler)
+        return sub
+
+    up = infra_command("up", "fetch (first time), start and wait until healthy", _infra_up)
     up.add_argument("--kafka-port", type=int, help="broker port (default 9092)")
     up.add_argument("--es-port", type=int, help="Elasticsearch HTTP port (default 9200)")
-    up.set_defaults(handler=_infra_up)
-    down = infra_commands.add_parser("down", help="stop both servers, keeping their data")
+    down = infra_command("down", "stop both servers, keeping their data", _infra_down)
     down.add_argument("--purge", action="store_true", help="also delete Kafka and ES data")
-    down.set_defaults(handler=_infra_down)
-    status = infra_commands.add_parser("status", help="health and version of each server")
+    status = infra_command("status", "health and version of each server", _infra_status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
-    status.set_defaults(handler=_infra_status)
-    logs = infra_commands.add_parser("logs", help="print a server's log")
+    logs = infra_command("logs", "print a server's log", _infra_logs)
     logs.add_argument("service", choices=SERVICES)
     logs.add_argument("-n", "--lines", type=int, default=50, help="how many lines (default 50)")
-    logs.set_defaults(handler=_infra_logs)
-    fetch = infra_commands.add_parser("fetch", help="only download the artifacts into the cache")
+    fetch = infra_command("fetch", "only download the artifacts into the cache", _infra_fetch)
     fetch.add_argument("--only", choices=ARTIFACT_SETS, help="fetch one set only")
-    fetch.set_defaults(handler=_infra_fetch)
 
-    check = commands.add_parser("check", help="check the configured Kafka and Elasticsearch answer")
-    check.set_defaults(handler=_check)
+    command("check", "check the configured Kafka and Elasticsearch answer", _check)
 
-    jars = commands.add_parser(
-        "spark-submit-args", help="print the --jars argument spark-submit needs for Kafka"
+    run = command("run", "run the pipeline (all components, or --only one)", _run)
+    run.add_argument("--only", help="indexers | indexer:<source> | counter | enricher")
+    run.add_argument(
+        "--stop-when-idle",
+        type=float,
+        metavar="SECONDS",
+        help="stop once no input came for this long",
     )
-    jars.set_defaults(handler=_spark_submit_args)
+    run.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)
 
-    demo = commands.add_parser("demo", help="bring the local runtime up and show it healthy")
-    demo.set_defaults(handler=_demo)
+    gen = command("generate", "produce a test dataset to the source topics", _generate)
+    gen.add_argument("--keys", type=int, required=True, help="number of join keys")
+    gen.add_argument("--seed", type=int, default=42)
+    gen.add_argument("--duplicate-rate", type=float, default=0.05, help="records sent twice")
+    gen.add_argument("--missing-rate", type=float, default=0.02, help="keys missing one source")
+    gen.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True)
+    gen.add_argument(
+        "--expected",
+        type=Path,
+        help="expected join, JSON lines (default: ./<pipeline>-expected.jsonl)",
+    )
+
+    command("spark-submit-args", "print --jars and the entry script for spark-submit", _submit_args)
+
+    demo = command("demo", "start the local runtime and run the healthcare demo", _demo)
+    demo.add_argument("--keys", type=int, default=14_000)
     return parser
 
 
@@ -149,17 +196,59 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _spark_submit_args(args: argparse.Namespace, settings: Settings) -> int:
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    config = _pipeline(settings)
+    selection = pipeline.select(config, args.only)
+    metrics = Metrics()
+    with Live(console=err, refresh_per_second=2, transient=False) as live:
+        pipeline.execute(
+            config,
+            selection,
+            metrics,
+            stop_when_idle=args.stop_when_idle,
+            tick=lambda m: live.update(pipeline.status_line(m)),
+            submitted=args.submitted,
+        )
+    out.print_json(json.dumps(pipeline.summary(metrics)))
+    return 0
+
+
+def _generate(args: argparse.Namespace, settings: Settings) -> int:
+    config = _pipeline(settings)
+    options = GenOptions(
+        keys=args.keys,
+        seed=args.seed,
+        duplicate_rate=args.duplicate_rate,
+        missing_rate=args.missing_rate,
+        shuffle=args.shuffle,
+    )
+    dataset = build_dataset(config, options)
+    expected = args.expected or Path(f"{config.name}-expected.jsonl")
+    write_expected(dataset, expected)
+    topology.ensure_topics(config)
+    with err.status(f"producing {len(dataset.records):,} records"):
+        sent = produce(config, dataset.records)
+    out.print(
+        f"produced {sent:,} records for {args.keys:,} keys "
+        f"({len(dataset.expected):,} complete, {len(dataset.missing):,} missing a source); "
+        f"expected join in {expected}"
+    )
+    return 0
+
+
+def _submit_args(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion import submit
+
     jars = ArtifactCache(settings.runtime.home).spark_kafka_jars()
-    out.print("--jars " + ",".join(str(jar) for jar in jars), soft_wrap=True)
+    out.print(f"--jars {','.join(str(j) for j in jars)} {submit.__file__}", soft_wrap=True)
     return 0
 
 
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.demo import run_demo
+
     endpoints = _up(settings)
-    out.print(f"Kafka {endpoints.kafka_version} at {endpoints.kafka_bootstrap}")
-    out.print(f"Elasticsearch {endpoints.es_version} at {endpoints.es_url}")
-    return _infra_status(argparse.Namespace(json=False), settings)
+    return run_demo(args.config, endpoints, args.keys, out, err)
 
 
 if __name__ == "__main__":

@@ -26,19 +26,23 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+# librdkafka reports transient retries (coordinator loading, reconnects) as warnings;
+# they are retried internally, and real failures surface as errors and exceptions.
+kafka_log = logging.getLogger("fusion.kafka")
+kafka_log.setLevel(logging.ERROR)
 
 
 def kafka_admin(settings: KafkaSettings) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient(dict(settings.as_librdkafka_options()), logger=log)
+    return AdminClient(dict(settings.as_librdkafka_options()), logger=kafka_log)
 
 
 def kafka_producer(settings: KafkaSettings, options: Mapping[str, Any] | None = None) -> Producer:
     """A producer with idempotence on: a retried send never writes a record twice."""
     from confluent_kafka import Producer
 
-    defaults = {"enable.idempotence": True, "linger.ms": 5, "logger": log}
+    defaults = {"enable.idempotence": True, "linger.ms": 5, "logger": kafka_log}
     return Producer(settings.as_librdkafka_options() | defaults | dict(options or {}))
 
 
@@ -53,7 +57,7 @@ def kafka_consumer(
         "isolation.level": "read_committed",
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
-        "logger": log,
+        "logger": kafka_log,
     }
     return Consumer(settings.as_librdkafka_options() | defaults | dict(options or {}))
 
@@ -80,21 +84,28 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> str:
     return str(info["version"]["number"])
 
 
-def spark_session(settings: Settings, app_name: str | None = None) -> SparkSession:
+def spark_session(
+    settings: Settings, app_name: str | None = None, submitted: bool = False
+) -> SparkSession:
     """A SparkSession with the Kafka connector on ``spark.jars`` and the configured state store.
 
     The connector jars are fetched into the Fusion cache on first use; Spark's
     own Ivy resolver is never asked, so no repository beyond Maven's is needed.
+    Under ``spark-submit`` (``submitted``), master and jars come from its
+    command line instead.
     """
     from pyspark.sql import SparkSession
 
     # Python workers must run the interpreter that has Fusion installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    jars = ArtifactCache(settings.runtime.home).spark_kafka_jars()
-    builder = SparkSession.builder.master(settings.spark.master).appName(
-        app_name or settings.spark.app_name
-    )
-    for key, value in settings.spark.as_spark_conf(jars).items():
+    builder = SparkSession.builder.appName(app_name or settings.spark.app_name)
+    if submitted:
+        conf = settings.spark.as_spark_conf([])
+        del conf["spark.jars"]
+    else:
+        builder = builder.master(settings.spark.master)
+        conf = settings.spark.as_spark_conf(ArtifactCache(settings.runtime.home).spark_kafka_jars())
+    for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.cimpl import NewTopic
 from elasticsearch import Elasticsearch
 
 from fusion import clients

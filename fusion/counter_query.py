@@ -1,0 +1,154 @@
+"""The counter query: Spark keyed state over the ack topic, one ready event per complete key.
+
+The acks are grouped by join key into ``transformWithState`` (RocksDB state
+store, checkpointed). Its processor keeps each key's :class:`KeyState` and
+applies :func:`fusion.counter.decide`; it emits ``ready`` rows for keys that
+just completed and ``dead`` rows for acks it rejected. A foreachBatch sink
+then, per micro-batch:
+
+1. publishes the dead rows to the DLQ topic;
+2. publishes the ready events to the ready topic, keyed by join key;
+3. waits for Kafka to confirm both, and only then lets Spark commit the batch.
+
+State and output offsets are committed together by Spark, so a restart
+resumes without re-firing keys whose fire was committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+from acks.contract import ACK_SPARK_SCHEMA
+from fusion.config import PipelineConfig
+from fusion.counter import AckSeen, KeyState, decide
+from fusion.events import DeadLetter, ReadyEvent, now_iso
+from fusion.metrics import Metrics
+from fusion.publisher import Publisher
+from fusion.spark_io import read_kafka, start_foreach_batch
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+STATE_SCHEMA = "seen ARRAY<STRING>, first_ack_at STRING, fired_at STRING"
+OUTPUT_SCHEMA = (
+    "kind STRING, key STRING, sources ARRAY<STRING>, first_ack_at STRING, fired_at STRING, "
+    "reason STRING, raw STRING, topic STRING, partition INT, offset BIGINT"
+)
+
+
+class AckCounter(StatefulProcessor):
+    """Spark's side of the counter: state I/O around :func:`fusion.counter.decide`."""
+
+    def __init__(self, sources: list[str]) -> None:
+        self.sources = frozenset(sources)
+
+    def init(self, handle: Any) -> None:
+        self.state = handle.getValueState("key_state", STATE_SCHEMA)
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        from pyspark.sql import Row
+
+        join_key = key[0]
+        before = None
+        if self.state.exists():
+            seen, first, fired = self.state.get()
+            before = KeyState(frozenset(seen), first, fired)
+        acks = [AckSeen(r.source, r.acked_at, r.raw, r.topic, r.partition, r.offset) for r in rows]
+        decision = decide(join_key, before, acks, self.sources, now_iso())
+        after = decision.state
+        if after is not None and after != before:
+            self.state.update((sorted(after.seen), after.first_ack_at, after.fired_at))
+        if decision.new_key:
+            # Lets the sink count keys, so the status line can show the pending ones.
+            yield Row(
+                kind="new", key=join_key, sources=None, first_ack_at=None, fired_at=None,
+                reason=None, raw=None, topic=None, partition=None, offset=None,
+            )  # fmt: skip
+        if decision.ready is not None:
+            ready = decision.ready
+            yield Row(
+                kind="ready", key=join_key, sources=ready.sources,
+                first_ack_at=ready.first_ack_at, fired_at=ready.fired_at,
+                reason=None, raw=None, topic=None, partition=None, offset=None,
+            )  # fmt: skip
+        for ack, reason in decision.rejected:
+            yield Row(
+                kind="dead", key=join_key, sources=None, first_ack_at=None, fired_at=None,
+                reason=reason, raw=ack.raw, topic=ack.topic, partition=ack.partition,
+                offset=ack.offset,
+            )  # fmt: skip
+
+    def close(self) -> None:
+        pass
+
+
+class PublishCounterOutput:
+    """foreachBatch sink of the counter: DLQ first, then ready events, both confirmed."""
+
+    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.publisher = Publisher(config.kafka)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        rows = batch.collect()
+        dead = [r for r in rows if r.kind == "dead"]
+        ready = [r for r in rows if r.kind == "ready"]
+        for row in dead:
+            letter = DeadLetter.of(
+                row.reason,
+                "counter",
+                None,
+                (row.topic, row.partition, row.offset),
+                row.raw.encode() if row.raw is not None else None,
+                row.key or None,
+            )
+            self.publisher.send(self.config.dlq_topic, letter.key, letter.to_bytes())
+        for row in ready:
+            event = ReadyEvent(
+                key=row.key,
+                sources=list(row.sources),
+                first_ack_at=row.first_ack_at,
+                fired_at=row.fired_at,
+            )
+            self.publisher.send(self.config.ready_topic, event.key, event.to_bytes())
+        self.publisher.flush()
+        self.metrics.add("counter.dlq", len(dead))
+        self.metrics.add("counter.fired", len(ready))
+        self.metrics.add("counter.keys", sum(1 for r in rows if r.kind == "new"))
+
+
+def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
+    """The ack topic as rows of (k, source, acked_at, raw, topic, partition, offset)."""
+    from pyspark.sql import functions as F
+
+    stream = read_kafka(spark, config, config.acks_topic)
+    ack = F.from_json(F.col("value").cast("string"), ACK_SPARK_SCHEMA)
+    return stream.select(
+        # A malformed ack still needs a group; its Kafka key (or "") gets it to the processor.
+        F.coalesce(ack["key"], F.col("key").cast("string"), F.lit("")).alias("k"),
+        ack["source"].alias("source"),
+        ack["acked_at"].alias("acked_at"),
+        F.col("value").cast("string").alias("raw"),
+        "topic",
+        "partition",
+        "offset",
+    )
+
+
+def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
+    counted = (
+        parsed_acks(spark, config)
+        .groupBy("k")
+        .transformWithState(
+            statefulProcessor=AckCounter(list(config.source_names)),
+            outputStructType=OUTPUT_SCHEMA,
+            outputMode="Append",
+            timeMode="None",
+        )
+    )
+    return start_foreach_batch(counted, config, "counter", PublishCounterOutput(config, metrics))

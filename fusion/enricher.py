@@ -1,0 +1,47 @@
+"""Build the enriched document from the N source documents of one key (pure).
+
+Shape, with ``_id`` = key in the enriched index::
+
+    {"<key_field>": key,
+     "<source>": {...that source's record...},        # one entry per source
+     "fusion": {"fired_at": ..., "enriched_at": ...,
+                "versions": {"<source>": <ES _version of that document>}}}
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FoundDoc:
+    """A source document as Elasticsearch returned it."""
+
+    source: dict[str, Any]
+    version: int
+
+
+def missing_sources(found: Mapping[str, FoundDoc], sources: Sequence[str]) -> list[str]:
+    return [name for name in sources if name not in found]
+
+
+def build_enriched(
+    key_field: str,
+    key: str,
+    found: Mapping[str, FoundDoc],
+    fired_at: str,
+    enriched_at: str,
+) -> dict[str, Any]:
+    """The enriched document; the source documents are copied, never modified."""
+    doc: dict[str, Any] = {key_field: key}
+    for name in sorted(found):
+        doc[name] = copy.deepcopy(found[name].source)
+    doc["fusion"] = {
+        "fired_at": fired_at,
+        "enriched_at": enriched_at,
+        "versions": {name: found[name].version for name in sorted(found)},
+    }
+    return doc

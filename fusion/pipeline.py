@@ -1,0 +1,191 @@
+"""Run the pipeline: create topics and indexes, start the queries, watch them, stop them.
+
+By default every query runs in one Spark application: one indexer per source,
+the counter and the enricher. ``only`` runs one component, e.g. for
+spark-submit per component: ``indexers``, ``indexer:<source>``, ``counter``,
+``enricher``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fusion import clients, topology
+from fusion.config import PipelineConfig
+from fusion.counter_query import start_counter
+from fusion.enricher_query import start_enricher
+from fusion.errors import ConfigError, FusionError
+from fusion.metrics import Metrics
+from indexers.query import start_indexer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+
+class QueryFailedError(FusionError):
+    """A streaming query stopped with an error."""
+
+    def __init__(self, query: str, detail: str) -> None:
+        self.query = query
+        super().__init__(
+            f"query {query} failed: {detail}; fix the cause and run again, "
+            "it resumes from its checkpoint"
+        )
+
+
+@dataclass(frozen=True)
+class Selection:
+    indexers: tuple[str, ...]
+    counter: bool
+    enricher: bool
+
+
+def select(config: PipelineConfig, only: str | None) -> Selection:
+    """Parse ``--only``."""
+    everything = Selection(config.source_names, True, True)
+    if only is None:
+        return everything
+    if only == "indexers":
+        return Selection(config.source_names, False, False)
+    if only == "counter":
+        return Selection((), True, False)
+    if only == "enricher":
+        return Selection((), False, True)
+    if only.startswith("indexer:") and only.removeprefix("indexer:") in config.source_names:
+        return Selection((only.removeprefix("indexer:"),), False, False)
+    choices = ", ".join(
+        ["indexers", "counter", "enricher"] + [f"indexer:{s}" for s in config.source_names]
+    )
+    raise ConfigError("--only", "", f"unknown component {only!r}; choose one of {choices}")
+
+
+def prepare(config: PipelineConfig) -> None:
+    """Check both servers answer, then create missing topics and indexes."""
+    clients.check_kafka(config.kafka)
+    clients.check_elasticsearch(config.elasticsearch)
+    topology.ensure_topics(config)
+    topology.ensure_indexes(clients.elasticsearch(config.elasticsearch), config)
+
+
+def start(
+    spark: SparkSession, config: PipelineConfig, selection: Selection, metrics: Metrics
+) -> list[StreamingQuery]:
+    queries = [
+        start_indexer(spark, config, config.source(name), metrics) for name in selection.indexers
+    ]
+    if selection.counter:
+        queries.append(start_counter(spark, config, metrics))
+    if selection.enricher:
+        queries.append(start_enricher(spark, config, metrics))
+    return queries
+
+
+class Watcher:
+    """Follows the queries' progress: fails loudly on a query error, tells when input stopped."""
+
+    def __init__(self, queries: list[StreamingQuery]) -> None:
+        self.queries = queries
+        self.last_batch: dict[str, int] = {}
+        self.last_input = time.monotonic()
+
+    def check(self) -> None:
+        """Raise :class:`QueryFailedError` if a query died; note any new input."""
+        for query in self.queries:
+            if not query.isActive:
+                error = query.exception()
+                raise QueryFailedError(query.name, str(error) if error else "stopped unexpectedly")
+            for progress in query.recentProgress:
+                batch = progress["batchId"]
+                if batch > self.last_batch.get(query.name, -1):
+                    self.last_batch[query.name] = batch
+                    if progress["numInputRows"] > 0:
+                        self.last_input = time.monotonic()
+            if query.status["isDataAvailable"] or query.status["isTriggerActive"]:
+                # A batch in flight is not idleness, even if it has no rows yet.
+                self.last_input = max(self.last_input, time.monotonic() - 0.5)
+
+    def idle_for(self) -> float:
+        return time.monotonic() - self.last_input
+
+
+def run_until(
+    queries: list[StreamingQuery],
+    stop_when_idle: float | None,
+    done: Callable[[], bool] | None = None,
+    tick: Callable[[], None] | None = None,
+    poll: float = 0.5,
+) -> None:
+    """Block until ``done()`` holds, the queries were idle for ``stop_when_idle`` s, or forever."""
+    watcher = Watcher(queries)
+    try:
+        while True:
+            watcher.check()
+            if tick is not None:
+                tick()
+            if done is not None and done():
+                return
+            if stop_when_idle is not None and watcher.idle_for() >= stop_when_idle:
+                return
+            time.sleep(poll)
+    finally:
+        for query in queries:
+            query.stop()
+
+
+def status_line(metrics: Metrics) -> str:
+    keys, fired = metrics.get("counter.keys"), metrics.get("counter.fired")
+    return (
+        f"indexed {metrics.total('.indexed'):,}  acks {metrics.total('.acks'):,}  "
+        f"pending keys {keys - fired:,}  fired {fired:,}  "
+        f"enriched {metrics.get('enricher.enriched'):,}  dlq {metrics.total('.dlq'):,}  "
+        f"ES lookups {metrics.get('enricher.es_requests'):,}"
+    )
+
+
+def summary(metrics: Metrics) -> dict[str, Any]:
+    enriched = metrics.get("enricher.enriched")
+    requests = metrics.get("enricher.es_requests")
+    return {
+        "enriched": enriched,
+        "fired": metrics.get("counter.fired"),
+        "pending_keys": metrics.get("counter.keys") - metrics.get("counter.fired"),
+        "dead_letters": metrics.total(".dlq"),
+        "es_requests": requests,
+        "es_requests_per_key": round(requests / enriched, 4) if enriched else None,
+    } | metrics.snapshot()
+
+
+def execute(
+    config: PipelineConfig,
+    selection: Selection,
+    metrics: Metrics,
+    stop_when_idle: float | None = None,
+    done: Callable[[Metrics], bool] | None = None,
+    tick: Callable[[Metrics], None] | None = None,
+    submitted: bool = False,
+) -> None:
+    """Prepare topics and indexes, run the selected queries until done or idle, stop them.
+
+    Metrics are also written to ``<checkpoint_dir>/metrics.json`` on every tick.
+    """
+    prepare(config)
+    spark = clients.spark_session(config, app_name=f"fusion-{config.name}", submitted=submitted)
+    queries = start(spark, config, selection, metrics)
+    metrics_file = config.checkpoint_dir / "metrics.json"
+
+    def on_tick() -> None:
+        metrics.write(metrics_file)
+        if tick is not None:
+            tick(metrics)
+
+    run_until(
+        queries,
+        stop_when_idle,
+        done=(lambda: done(metrics)) if done is not None else None,
+        tick=on_tick,
+    )
+    metrics.write(metrics_file)

@@ -1,0 +1,105 @@
+"""Create the pipeline's topics and indexes if they are missing (mappings from the hints)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.cimpl import NewTopic
+from elasticsearch import BadRequestError, Elasticsearch
+
+from fusion import clients
+from fusion.config import PipelineConfig
+from fusion.errors import FusionError
+
+
+class TopologyError(FusionError):
+    """A topic or index could not be created."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        super().__init__(f"could not create {what}: {detail}")
+
+
+def ensure_topics(config: PipelineConfig) -> list[str]:
+    """Create every missing topic; return the ones created."""
+    admin = clients.kafka_admin(config.kafka)
+    existing = set(admin.list_topics(timeout=15).topics)
+    wanted = [t for t in dict.fromkeys(config.all_topics()) if t not in existing]
+    if not wanted:
+        return []
+    # replication_factor -1: the broker's default, right for one node and for a cluster.
+    futures = admin.create_topics(
+        [NewTopic(t, config.pipeline.topic_partitions, -1) for t in wanted], operation_timeout=30
+    )
+    for topic, future in futures.items():
+        try:
+            future.result(timeout=60)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise TopologyError(f"topic {topic}", str(exc.args[0])) from None
+    return wanted
+
+
+def source_mapping(config: PipelineConfig, fields: dict[str, str]) -> dict[str, Any]:
+    properties: dict[str, Any] = {config.key_field: {"type": "keyword"}}
+    properties.update({name: {"type": kind} for name, kind in fields.items()})
+    return {"dynamic": True, "properties": properties}
+
+
+def enriched_mapping(config: PipelineConfig) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        config.key_field: {"type": "keyword"},
+        "fusion": {
+            "properties": {
+                "fired_at": {"type": "date"},
+                "enriched_at": {"type": "date"},
+                "versions": {"type": "object"},
+            }
+        },
+    }
+    for source in config.sources:
+        nested = source_mapping(config, dict(source.fields))["properties"]
+        properties[source.name] = {"type": "object", "properties": nested}
+    return {"dynamic": True, "properties": properties}
+
+
+def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
+    """Create every missing index with its mapping; return the ones created."""
+    wanted = {config.index_of(s): source_mapping(config, dict(s.fields)) for s in config.sources}
+    wanted[config.enriched_index] = enriched_mapping(config)
+    created = []
+    settings = {"index": {"refresh_interval": config.pipeline.refresh_interval}}
+    for index, mapping in wanted.items():
+        if es.indices.exists(index=index):
+            continue
+        try:
+            es.indices.create(index=index, mappings=mapping, settings=settings)
+        except BadRequestError as exc:
+            if exc.error != "resource_already_exists_exception":
+                raise TopologyError(f"index {index}", str(exc.message)) from None
+        created.append(index)
+    return created
+
+
+def delete_all(config: PipelineConfig) -> None:
+    """Delete the pipeline's topics, indexes and checkpoints (the demo starts afresh)."""
+    import shutil
+    import time
+
+    admin = clients.kafka_admin(config.kafka)
+    existing = set(admin.list_topics(timeout=15).topics)
+    doomed = [t for t in dict.fromkeys(config.all_topics()) if t in existing]
+    if doomed:
+        for future in admin.delete_topics(doomed, operation_timeout=30).values():
+            future.result(timeout=60)
+        # Deletion is asynchronous: wait until the broker no longer lists them.
+        deadline = time.monotonic() + 60
+        while set(doomed) & set(admin.list_topics(timeout=15).topics):
+            if time.monotonic() > deadline:
+                raise TopologyError("fresh topics", f"{doomed} are still being deleted")
+            time.sleep(0.2)
+    es = clients.elasticsearch(config.elasticsearch)
+    indexes = [config.index_of(s) for s in config.sources] + [config.enriched_index]
+    es.options(ignore_status=404).indices.delete(index=",".join(indexes))
+    shutil.rmtree(config.checkpoint_dir, ignore_errors=True)

@@ -1,0 +1,106 @@
+"""The indexer query: one Structured Streaming query per source topic.
+
+Per micro-batch, in this order:
+
+1. parse each record; malformed ones (not JSON, not an object, no key, a bad
+   key, too large) become dead letters;
+2. keep the latest record per key (``_id`` = join key, so the last write wins anyway);
+3. bulk-write to the source index with ``refresh=wait_for``; retry 429/5xx with
+   backoff; rejected documents become dead letters;
+4. publish the dead letters to the DLQ topic and wait for Kafka to confirm;
+5. only now publish one ack per confirmed document, and wait for Kafka to confirm.
+
+Any exception fails the micro-batch; Spark then replays it from the checkpoint.
+The replay rewrites the same ``_id`` with the same content and re-sends acks,
+which the counter de-duplicates, so nothing is lost and nothing fires twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from acks.contract import Ack
+from acks.kafka import publish_acks
+from fusion import clients
+from fusion.bulk import Confirmed, Target, write_documents
+from fusion.config import PipelineConfig, SourceConfig
+from fusion.events import DeadLetter, now_utc
+from fusion.metrics import Metrics
+from fusion.publisher import Publisher
+from fusion.spark_io import read_kafka, start_foreach_batch
+from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+
+class IndexBatch:
+    """The foreachBatch handler of one source's indexer (runs in the driver)."""
+
+    def __init__(self, config: PipelineConfig, source: SourceConfig, metrics: Metrics) -> None:
+        self.config = config
+        self.source = source
+        self.target = Target(
+            config.index_of(source), "indexer", source.name, config.pipeline.bulk_chunk
+        )
+        self.metrics = metrics
+        self.es = clients.elasticsearch(config.elasticsearch)
+        self.publisher = Publisher(config.kafka)
+        self.prefix = f"indexer.{source.name}"
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        rows = batch.select("value", "topic", "partition", "offset").collect()
+        self.handle(RawRecord(r.value, r.topic, r.partition, r.offset) for r in rows)
+
+    def handle(self, raws: Iterable[RawRecord]) -> None:
+        records: list[SourceRecord] = []
+        dead: list[DeadLetter] = []
+        for raw in raws:
+            parsed = parse(
+                raw, self.source.name, self.config.key_field, self.config.max_record_bytes
+            )
+            if isinstance(parsed, SourceRecord):
+                records.append(parsed)
+            else:
+                dead.append(parsed)
+        self.metrics.add(f"{self.prefix}.records", len(records) + len(dead))
+        written = write_documents(self.es, self.target, latest_per_key(records))
+        dead.extend(written.dead)
+        for letter in dead:
+            self.publisher.send(self.config.dlq_topic, letter.key, letter.to_bytes())
+        self.publisher.flush()
+        self.metrics.add(f"{self.prefix}.dlq", len(dead))
+        self.metrics.add(f"{self.prefix}.indexed", len(written.confirmed))
+        self.metrics.add(f"{self.prefix}.bulk_requests", written.requests)
+        publish_acks(self.publisher, self.config.acks_topic, self._acks(written.confirmed))
+        self.publisher.flush()
+        self.metrics.add(f"{self.prefix}.acks", len(written.confirmed))
+
+    def _acks(self, confirmed: list[Confirmed]) -> Iterable[Ack]:
+        acked_at = now_utc()
+        for item in confirmed:
+            topic, partition, offset = item.record.where
+            yield Ack(
+                key=item.record.key,
+                source=self.source.name,
+                index=item.index,
+                doc_id=item.record.key,
+                seq_no=item.seq_no,
+                primary_term=item.primary_term,
+                version=item.version,
+                topic=topic,
+                partition=partition,
+                offset=offset,
+                acked_at=acked_at,
+            )
+
+
+def start_indexer(
+    spark: SparkSession, config: PipelineConfig, source: SourceConfig, metrics: Metrics
+) -> StreamingQuery:
+    """Start the indexer of ``source``, checkpointed under ``<checkpoint_dir>/indexer-<name>``."""
+    name = f"indexer-{source.name}"
+    stream = read_kafka(spark, config, config.topic_of(source))
+    return start_foreach_batch(stream, config, name, IndexBatch(config, source, metrics))

@@ -1,0 +1,87 @@
+"""Pure transforms of the indexer: Kafka records in, keyed documents or dead letters out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from fusion.events import DeadLetter
+
+MAX_KEY_BYTES = 512  # Elasticsearch rejects _id values longer than 512 bytes.
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """A Kafka record as Spark's Kafka source hands it over."""
+
+    value: bytes | None
+    topic: str
+    partition: int
+    offset: int
+
+    @property
+    def where(self) -> tuple[str, int, int]:
+        return (self.topic, self.partition, self.offset)
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """A parsed source document, keyed by its join key."""
+
+    key: str
+    doc: dict[str, Any]
+    topic: str
+    partition: int
+    offset: int
+    original: bytes
+
+    @property
+    def where(self) -> tuple[str, int, int]:
+        return (self.topic, self.partition, self.offset)
+
+
+def parse(raw: RawRecord, source: str, key_field: str, max_bytes: int) -> SourceRecord | DeadLetter:
+    """Decode one record, or say why it cannot be indexed."""
+
+    def dead(reason: str, key: str | None = None) -> DeadLetter:
+        return DeadLetter.of(reason, "indexer", source, raw.where, raw.value, key)
+
+    if raw.value is None:
+        return dead("empty value (null Kafka record value)")
+    if len(raw.value) > max_bytes:
+        return dead(f"record of {len(raw.value)} bytes exceeds the {max_bytes}-byte limit")
+    try:
+        doc = json.loads(raw.value)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return dead(f"invalid JSON: {exc}")
+    if not isinstance(doc, dict):
+        return dead(f"not a JSON object (got {type(doc).__name__})")
+    key = doc.get(key_field)
+    if key is None:
+        return dead(f"missing key field {key_field!r}")
+    if isinstance(key, bool) or not isinstance(key, str | int):
+        return dead(f"key field {key_field!r} must be a string or an integer, got {key!r}")
+    key_text = str(key)
+    if not key_text or len(key_text.encode()) > MAX_KEY_BYTES:
+        return dead(f"key field {key_field!r} must be 1 to {MAX_KEY_BYTES} bytes long")
+    return SourceRecord(key_text, doc, raw.topic, raw.partition, raw.offset, raw.value)
+
+
+def latest_per_key(records: Iterable[SourceRecord]) -> list[SourceRecord]:
+    """Keep one record per key: the one written last (highest partition offset).
+
+    A key's records share a partition when producers key them by join key;
+    otherwise the highest (partition, offset) wins, which is at least stable
+    across replays of the same batch.
+    """
+    latest: dict[str, SourceRecord] = {}
+    for record in records:
+        current = latest.get(record.key)
+        if current is None or (record.partition, record.offset) > (
+            current.partition,
+            current.offset,
+        ):
+            latest[record.key] = record
+    return list(latest.values())
