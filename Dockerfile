@@ -14,6 +14,7 @@ COPY pyproject.toml README.md ./
 COPY fusion ./fusion
 COPY indexers ./indexers
 COPY acks ./acks
+COPY examples ./examples
 RUN pip install --no-cache-dir .
 
 # Fetched at build time so that containers never download anything at run time.

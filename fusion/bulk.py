@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from elasticsearch import Elasticsearch, helpers
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
-from tenacity import wait_exponential_jitter as backoff
+from tenacity import wait_random_exponential as backoff
 
 from fusion.errors import FusionError
 from fusion.events import DeadLetter, Stage
@@ -107,7 +107,7 @@ def write_documents(
     try:
         for attempt in Retrying(
             stop=stop_after_attempt(retry.attempts),
-            wait=backoff(initial=retry.initial, max=retry.maximum),
+            wait=backoff(multiplier=retry.initial, max=retry.maximum),
             retry=retry_if_exception_type(_Pending),
             reraise=False,
         ):

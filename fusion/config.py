@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal, Self
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fusion.settings import Settings
 
@@ -97,14 +97,15 @@ class PipelineConfig(Settings):
     pipeline: PipelineSection
     sources: list[SourceConfig] = Field(min_length=2)
 
-    @model_validator(mode="after")
-    def _unique_sources(self) -> Self:
+    @field_validator("sources")
+    @classmethod
+    def _unique_sources(cls, sources: list[SourceConfig]) -> list[SourceConfig]:
         seen: set[str] = set()
-        for source in self.sources:
+        for source in sources:
             if source.name in seen:
                 raise ValueError(f"duplicate source name {source.name!r}")
             seen.add(source.name)
-        return self
+        return sources
 
     @property
     def max_record_bytes(self) -> int:

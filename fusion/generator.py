@@ -86,7 +86,9 @@ _BY_TYPE: dict[str, Value] = {
 
 def _fields_of(source: SourceConfig) -> dict[str, Value]:
     fields = dict(_HEALTHCARE.get(source.name, {"value": _money, "code": _BY_TYPE["keyword"]}))
-    fields.update({name: _BY_TYPE[kind] for name, kind in source.fields.items()})
+    # Hints add the fields a source declares; known realistic generators stay.
+    for name, kind in source.fields.items():
+        fields.setdefault(name, _BY_TYPE[kind])
     return fields
 
 

@@ -160,6 +160,8 @@ class SparkSettings(BaseModel):
             "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
             "spark.sql.streaming.stateStore.providerClass": self._STATE_STORES[self.state_store],
             "spark.ui.enabled": str(self.ui_enabled).lower(),
+            # Progress bars would garble Fusion's own status line.
+            "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
         }
         return conf | self.conf
@@ -252,7 +254,7 @@ def _config_error(
     first = exc.errors()[0]
     loc = tuple(str(part) for part in first["loc"])
     field = ".".join(loc)
-    message = first["msg"]
+    message = str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown key; check the spelling against the documented settings"
     env_name = from_env.get((loc[0], loc[1])) if len(loc) >= 2 else None

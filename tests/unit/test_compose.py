@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from fusion.config import PipelineConfig
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
 from fusion.settings import Settings
 
@@ -68,3 +69,22 @@ def test_project_service_reaches_servers_by_their_compose_names() -> None:
         "elasticsearch": "service_healthy",
     }
     assert (ROOT / "Dockerfile").is_file()
+
+
+def test_one_spark_submit_service_per_component_and_a_generator() -> None:
+    services = _compose()["services"]
+    config = PipelineConfig.load(ROOT / "examples/healthcare.toml", env={})
+    components = [f"indexer:{name}" for name in config.source_names] + ["counter", "enricher"]
+
+    for component in components:
+        service = services[component.replace(":", "-")]
+        command = service["command"][-1]
+        assert command.startswith("spark-submit $(fusion spark-submit-args)")
+        assert command.endswith(f"--only {component}")
+        assert service["image"] == "fusion:latest"
+        assert service["environment"]["FUSION_KAFKA_BOOTSTRAP"] == "kafka:29092"
+        assert "checkpoints:/opt/fusion/checkpoints" in service["volumes"]
+        assert service["depends_on"]["kafka"]["condition"] == "service_healthy"
+    generator = services["generator"]["command"]
+    assert generator[:4] == ["fusion", "--config", "examples/healthcare.toml", "generate"]
+    assert "COPY examples ./examples" in (ROOT / "Dockerfile").read_text()

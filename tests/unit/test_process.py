@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from fusion.infra.process import ManagedProcess, free_port, group_members, port_is_free
@@ -14,6 +15,9 @@ def test_stop_ends_the_whole_process_group(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert process.pid() == pid
+    deadline = time.monotonic() + 10
+    while len(group_members(pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(group_members(pid)) >= 2
 
     process.stop(timeout=5)

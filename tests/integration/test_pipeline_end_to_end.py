@@ -1,0 +1,137 @@
+"""The whole pipeline against real Kafka, Elasticsearch and Spark, checked against the generator."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acks.contract import Ack
+from fusion import topology
+from fusion.config import PipelineConfig
+from fusion.events import now_utc
+from fusion.generator import GenOptions, build_dataset, produce
+from fusion.publisher import Publisher
+from fusion.settings import Settings
+from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
+
+MALFORMED = [
+    (b"{not json", "invalid JSON"),
+    (b"[1, 2, 3]", "not a JSON object"),
+    (b'{"amount": 3}', "missing key field 'entity_id'"),
+    (b'{"entity_id": {"nested": 1}}', "must be a string or an integer"),
+]
+
+
+@pytest.fixture
+def pipelines(settings: Settings, tmp_path: Path) -> Iterator[list[PipelineConfig]]:
+    created: list[PipelineConfig] = []
+    yield created
+    for config in created:
+        drop(config)
+
+
+def _assert_joined(settings: Settings, config: PipelineConfig, expected: dict[str, Any]) -> None:
+    ready = read_topic(settings, config.ready_topic)
+    fired = Counter(key for key, _ in ready)
+    assert set(fired) == set(expected), "every complete key fires, no incomplete key does"
+    assert max(fired.values()) == 1, "no key fires twice"
+    assert all(event["sources"] == sorted(config.source_names) for _, event in ready)
+
+    docs = enriched_docs(settings, config)
+    assert set(docs) == set(expected)
+    for key, doc in docs.items():
+        fusion = doc.pop("fusion")
+        assert doc == expected[key]
+        assert set(fusion["versions"]) == set(config.source_names)
+
+    on_topic = Counter(key for key, _ in read_topic(settings, config.enriched_topic))
+    assert set(on_topic) == set(expected)
+
+
+def test_four_sources_batched_with_duplicates_missing_parts_and_bad_records(
+    spark: Any, settings: Settings, tmp_path: Path, pipelines: list[PipelineConfig]
+) -> None:
+    config = make_config(settings, tmp_path, ["billing", "insurance", "medicine", "treatment"])
+    pipelines.append(config)
+    data = build_dataset(
+        config, GenOptions(keys=150, seed=11, duplicate_rate=0.2, missing_rate=0.15)
+    )
+    bad_topic = config.topic_of(config.sources[0])
+    pipeline_bad = [(bad_topic, f"bad-{i}", value) for i, (value, _) in enumerate(MALFORMED)]
+    topology.ensure_topics(config)
+    produce(config, data.records + pipeline_bad)
+    # An ack for a source the pipeline does not have must not count.
+    key = data.records[0][1]
+    stray = Ack(
+        key=key, source="pharmacy", index="elsewhere", doc_id=key, seq_no=0, primary_term=1,
+        version=1, topic="pharmacy", partition=0, offset=0, acked_at=now_utc(),
+    )  # fmt: skip
+    publisher = Publisher(config.kafka)
+    publisher.send(config.acks_topic, stray.key, stray.to_bytes())
+    publisher.flush()
+
+    metrics = run_pipeline(
+        spark,
+        config,
+        done=lambda m: (
+            m.get("enricher.enriched") >= len(data.expected)
+            and m.total(".dlq") >= len(MALFORMED) + 1
+        ),
+    )
+
+    _assert_joined(settings, config, data.expected)
+    dead = [letter for _, letter in read_topic(settings, config.dlq_topic)]
+    reasons = [letter["reason"] for letter in dead]
+    for value, reason in MALFORMED:
+        match = [d for d in dead if d["original"] == value.decode()]
+        assert len(match) == 1 and reason in match[0]["reason"], (value, reasons)
+        assert match[0]["source"] == "billing" and match[0]["topic"] == bad_topic
+    assert any("unknown source 'pharmacy'" in r for r in reasons), reasons
+    assert metrics.get("counter.keys") - metrics.get("counter.fired") == len(data.missing)
+    # One _mget per micro-batch chunk instead of N lookups per key.
+    assert metrics.get("enricher.es_requests") <= math.ceil(len(data.expected) / 10)
+
+
+def test_two_sources_per_source_lookup_costs_n_per_key_and_restart_does_not_refire(
+    spark: Any, settings: Settings, tmp_path: Path, pipelines: list[PipelineConfig]
+) -> None:
+    config = make_config(settings, tmp_path, ["orders", "payments"], lookup="per-source")
+    pipelines.append(config)
+    data = build_dataset(config, GenOptions(keys=60, seed=5, duplicate_rate=0.3, missing_rate=0.2))
+    topology.ensure_topics(config)
+    produce(config, data.records)
+
+    metrics = run_pipeline(
+        spark, config, done=lambda m: m.get("enricher.enriched") >= len(data.expected)
+    )
+
+    _assert_joined(settings, config, data.expected)
+    assert metrics.get("enricher.es_requests") == 2 * len(data.expected)
+
+    # Same checkpoints, duplicates of everything: state says these keys already fired.
+    produce(config, data.records)
+    again = run_pipeline(
+        spark, config, done=lambda m: m.total(".acks") >= len(data.records) - 20, idle_limit=8
+    )
+    assert again.get("counter.fired") == 0
+    _assert_joined(settings, config, data.expected)
+
+
+def test_six_sources(
+    spark: Any, settings: Settings, tmp_path: Path, pipelines: list[PipelineConfig]
+) -> None:
+    names = ["crm", "erp", "web", "mobile", "support", "billing"]
+    config = make_config(settings, tmp_path, names)
+    pipelines.append(config)
+    data = build_dataset(config, GenOptions(keys=80, seed=9, duplicate_rate=0.1, missing_rate=0.1))
+    topology.ensure_topics(config)
+    produce(config, data.records)
+
+    run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= len(data.expected))
+
+    _assert_joined(settings, config, data.expected)

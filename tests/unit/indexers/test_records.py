@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from fusion.bulk import bulk_actions
+from fusion.events import DeadLetter
+from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
+
+
+def raw(value: bytes | None, offset: int = 7, partition: int = 0) -> RawRecord:
+    return RawRecord(value, "billing", partition, offset)
+
+
+def test_valid_record_is_keyed_by_the_join_key() -> None:
+    parsed = parse(raw(b'{"txn_id": "T-1", "amount": 3.5}'), "billing", "txn_id", 1000)
+
+    assert isinstance(parsed, SourceRecord)
+    assert (parsed.key, parsed.doc) == ("T-1", {"txn_id": "T-1", "amount": 3.5})
+    assert parsed.where == ("billing", 0, 7)
+
+
+def test_integer_keys_become_strings() -> None:
+    parsed = parse(raw(b'{"txn_id": 42}'), "billing", "txn_id", 1000)
+
+    assert isinstance(parsed, SourceRecord) and parsed.key == "42"
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b"{oops", "invalid JSON"),
+        (b"\xff\xfe", "invalid JSON"),
+        (b"[1, 2]", "not a JSON object (got list)"),
+        (b'"text"', "not a JSON object (got str)"),
+        (b'{"amount": 1}', "missing key field 'txn_id'"),
+        (b'{"txn_id": null}', "missing key field 'txn_id'"),
+        (b'{"txn_id": {"a": 1}}', "must be a string or an integer"),
+        (b'{"txn_id": true}', "must be a string or an integer"),
+        (b'{"txn_id": ""}', "1 to 512 bytes"),
+        (None, "empty value"),
+        (b'{"txn_id": "T-1", "pad": "' + b"x" * 2000 + b'"}', "exceeds the 1000-byte limit"),
+    ],
+)
+def test_bad_records_become_dead_letters_with_reason(value: bytes | None, reason: str) -> None:
+    parsed = parse(raw(value), "billing", "txn_id", 1000)
+
+    assert isinstance(parsed, DeadLetter)
+    assert reason in parsed.reason
+    assert (parsed.stage, parsed.source, parsed.topic, parsed.offset) == (
+        "indexer", "billing", "billing", 7,
+    )  # fmt: skip
+
+
+def test_dead_letter_keeps_original_bytes() -> None:
+    text = parse(raw(b"{oops"), "billing", "txn_id", 1000)
+    binary = parse(raw(b"\xff\xfe"), "billing", "txn_id", 1000)
+
+    assert isinstance(text, DeadLetter) and isinstance(binary, DeadLetter)
+    assert (text.original, text.original_encoding) == ("{oops", "utf-8")
+    assert binary.original_encoding == "base64"
+    assert base64.b64decode(binary.original or "") == b"\xff\xfe"
+    assert json.loads(text.to_bytes())["reason"].startswith("invalid JSON")
+
+
+def test_latest_record_per_key_wins() -> None:
+    def rec(key: str, offset: int, amount: int) -> SourceRecord:
+        parsed = parse(
+            raw(json.dumps({"txn_id": key, "amount": amount}).encode(), offset), "b", "txn_id", 1000
+        )
+        assert isinstance(parsed, SourceRecord)
+        return parsed
+
+    kept = latest_per_key([rec("A", 5, 1), rec("B", 6, 2), rec("A", 9, 3), rec("A", 7, 4)])
+
+    assert {r.key: r.doc["amount"] for r in kept} == {"A": 3, "B": 2}
+
+
+def test_bulk_actions_use_the_key_as_id_and_leave_records_alone() -> None:
+    parsed = parse(raw(b'{"txn_id": "T-9", "x": 1}'), "billing", "txn_id", 1000)
+    assert isinstance(parsed, SourceRecord)
+
+    actions = list(bulk_actions("hc-billing", [parsed]))
+
+    assert actions == [
+        {
+            "_op_type": "index",
+            "_index": "hc-billing",
+            "_id": "T-9",
+            "_source": {"txn_id": "T-9", "x": 1},
+        }
+    ]
+    assert parsed.doc == {"txn_id": "T-9", "x": 1}

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fusion.cli import load_config
+from fusion.config import PipelineConfig
+from fusion.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MINIMAL = """
+[pipeline]
+name = "clinic"
+key_field = "visit_id"
+
+[[sources]]
+name = "checkin"
+topic = "raw.checkin"
+fields = { arrived_at = "date" }
+
+[[sources]]
+name = "lab"
+"""
+
+
+def _load(tmp_path: Path, text: str) -> PipelineConfig:
+    path = tmp_path / "pipeline.toml"
+    path.write_text(text)
+    return PipelineConfig.load(path, env={})
+
+
+def test_names_derive_from_the_pipeline_name(tmp_path: Path) -> None:
+    config = _load(tmp_path, MINIMAL)
+
+    assert config.source_names == ("checkin", "lab")
+    assert config.topic_of(config.source("checkin")) == "raw.checkin"
+    assert config.topic_of(config.source("lab")) == "lab"
+    assert config.index_of(config.source("lab")) == "clinic-lab"
+    assert config.enriched_index == "clinic-enriched"
+    assert (config.acks_topic, config.ready_topic) == ("clinic.acks", "clinic.ready")
+    assert (config.enriched_topic, config.dlq_topic) == ("clinic.enriched", "clinic.dlq")
+    assert config.checkpoint_dir == config.runtime.home / "checkpoints" / "clinic"
+    assert config.pipeline.lookup == "batched"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        (MINIMAL + '\n[[sources]]\nname = "lab"\n', "sources", "duplicate source name 'lab'"),
+        (
+            MINIMAL.replace('name = "lab"', 'name = "lab"\ncolour = "red"'),
+            "sources.1.colour",
+            "unknown key",
+        ),
+        (
+            '[pipeline]\nname = "p"\nkey_field = "k"\n[[sources]]\nname = "only"\n',
+            "sources",
+            "at least 2",
+        ),
+        (MINIMAL.replace('"clinic"', '"Clinic"'), "pipeline.name", "lowercase"),
+        (MINIMAL.replace('"date"', '"datetime"'), "sources.0.fields.arrived_at", "keyword"),
+        (MINIMAL.replace('key_field = "visit_id"', ""), "pipeline.key_field", "Field required"),
+    ],
+)
+def test_invalid_pipeline_names_file_and_field(
+    tmp_path: Path, text: str, field: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _load(tmp_path, text)
+
+    assert caught.value.source == str(tmp_path / "pipeline.toml")
+    assert caught.value.field == field
+    assert problem in str(caught.value)
+
+
+def test_shipped_healthcare_example_is_the_original_design() -> None:
+    config = PipelineConfig.load(ROOT / "examples/healthcare.toml", env={})
+
+    assert config.key_field == "txn_id"
+    assert config.source_names == ("billing", "insurance", "medicine", "treatment")
+
+
+def test_cli_loads_a_pipeline_or_plain_settings(tmp_path: Path) -> None:
+    pipeline_file = tmp_path / "p.toml"
+    pipeline_file.write_text(MINIMAL)
+    settings_file = tmp_path / "s.toml"
+    settings_file.write_text('[kafka]\nbootstrap = "k:1"\n')
+
+    assert isinstance(load_config(pipeline_file), PipelineConfig)
+    assert not isinstance(load_config(settings_file), PipelineConfig)
