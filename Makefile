@@ -5,11 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help install provision test unit integration lint demo infra-up infra-down infra-status clean
+.PHONY: help install provision test unit integration lint demo bench bench-scale infra-up infra-down infra-status clean
 
 help:
 	@echo "make demo     set everything up, start Kafka + Elasticsearch, run the demo"
 	@echo "make test     set everything up and run unit + integration tests (real servers)"
+	@echo "make bench    naive vs counted vs batched, 14,000 keys x 4 sources, vs the floor"
 	@echo "make lint     ruff + mypy"
 	@echo "make unit     fast tests, no servers"
 
@@ -43,6 +44,15 @@ lint: install
 
 demo: provision
 	$(BIN)/fusion demo
+
+# The original design's table (14,000 keys x 4 sources), with our batched mode beside it.
+bench: provision
+	$(BIN)/fusion infra up
+	$(BIN)/fusion bench --keys 14000 --sources 4 --modes naive,counted,batched
+
+bench-scale: provision
+	$(BIN)/fusion infra up
+	$(BIN)/fusion bench-scale
 
 infra-up: provision
 	$(BIN)/fusion infra up

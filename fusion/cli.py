@@ -117,6 +117,14 @@ def _parser() -> argparse.ArgumentParser:
 
     command("spark-submit-args", "print --jars and the entry script for spark-submit", _submit_args)
 
+    bench = command("bench", "naive vs counted vs batched on the same data, vs the floor", _bench)
+    bench.add_argument("--keys", type=int, default=14_000)
+    bench.add_argument("--sources", type=int, default=4)
+    bench.add_argument("--modes", default="naive,counted,batched", help="comma-separated")
+    bench.add_argument("--seed", type=int, default=42)
+    bench.add_argument("--runs", type=int, default=1, help="repeat and keep each mode's best")
+    bench.add_argument("--out", type=Path, default=Path("bench/results"))
+
     demo = command("demo", "start the local runtime and run the healthcare demo", _demo)
     demo.add_argument("--keys", type=int, default=14_000)
     return parser
@@ -241,6 +249,28 @@ def _submit_args(args: argparse.Namespace, settings: Settings) -> int:
 
     jars = ArtifactCache(settings.runtime.home).spark_kafka_jars()
     out.print(f"--jars {','.join(str(j) for j in jars)} {submit.__file__}", soft_wrap=True)
+    return 0
+
+
+def _bench(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion import bench
+
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    unknown = [m for m in modes if m not in bench.MODES]
+    if unknown or not modes:
+        raise ConfigError("--modes", "", f"unknown mode(s) {unknown}; choose from {bench.MODES}")
+    if args.keys < 1 or args.sources < 2:
+        raise ConfigError("--keys/--sources", "", "need at least 1 key and 2 sources")
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    spark = clients.spark_session(settings, app_name="fusion-bench")
+    spark.sparkContext.setLogLevel("ERROR")
+    options = bench.BenchOptions(args.keys, args.sources, modes, args.seed, args.runs)
+    with err.status("benchmark") as spinner:
+        report = bench.run_bench(settings, spark, options, on_step=spinner.update)
+    paths = bench.write_report(report, args.out)
+    out.print(bench.markdown(report), markup=False)
+    out.print("written: " + ", ".join(str(p) for p in paths))
     return 0
 
 

@@ -32,6 +32,8 @@ FieldType = Literal[
     "keyword", "text", "long", "integer", "double", "float", "boolean", "date", "object"
 ]
 LookupMode = Literal["batched", "per-source"]
+# "naive" exists for the benchmark: N-1 lookups per arriving record instead of a counter.
+PipelineMode = Literal["counted", "naive"]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _STRICT = ConfigDict(frozen=True, extra="forbid")
@@ -73,6 +75,7 @@ class PipelineSection(BaseModel):
     enriched_index: str | None = None
     checkpoint_dir: Path | None = None
     topic_partitions: int = Field(default=2, ge=1)
+    mode: PipelineMode = "counted"
     lookup: LookupMode = "batched"
     mget_chunk: int = Field(default=1000, ge=1, le=10_000)
     bulk_chunk: int = Field(default=5000, ge=1)

@@ -70,6 +70,7 @@ class EnrichBatch:
                 continue
             ready.setdefault(event.key, (event, where, value or b""))
         self.metrics.add("enricher.ready", len(ready))
+        self.metrics.add("enricher.batches", 1 if ready else 0)
 
         found = lookups.fetch(self.es, self.config, list(ready), self.metrics)
         enriched: list[EnrichedDoc] = []

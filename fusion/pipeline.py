@@ -19,6 +19,7 @@ from fusion.counter_query import start_counter
 from fusion.enricher_query import start_enricher
 from fusion.errors import ConfigError, FusionError
 from fusion.metrics import Metrics
+from fusion.naive import start_naive
 from indexers.query import start_indexer
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ def prepare(config: PipelineConfig) -> None:
 def start(
     spark: SparkSession, config: PipelineConfig, selection: Selection, metrics: Metrics
 ) -> list[StreamingQuery]:
+    if config.pipeline.mode == "naive":
+        return [start_naive(spark, config, metrics)]
     queries = [
         start_indexer(spark, config, config.source(name), metrics) for name in selection.indexers
     ]
@@ -104,9 +107,9 @@ class Watcher:
                     self.last_batch[query.name] = batch
                     if progress["numInputRows"] > 0:
                         self.last_input = time.monotonic()
-            if query.status["isDataAvailable"] or query.status["isTriggerActive"]:
-                # A batch in flight is not idleness, even if it has no rows yet.
-                self.last_input = max(self.last_input, time.monotonic() - 0.5)
+            if query.status["isDataAvailable"]:
+                # A batch still working on new data is not idleness.
+                self.last_input = time.monotonic()
 
     def idle_for(self) -> float:
         return time.monotonic() - self.last_input
