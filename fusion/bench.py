@@ -30,10 +30,11 @@ from typing import Any, Literal
 
 from elasticsearch import Elasticsearch, helpers
 
+from acks.contract import Ack
 from fusion import clients, pipeline, topology
 from fusion.config import PipelineConfig
 from fusion.enricher import FoundDoc, build_enriched
-from fusion.events import now_iso
+from fusion.events import now_iso, now_utc
 from fusion.generator import Dataset, GenOptions, build_dataset
 from fusion.metrics import Metrics, percentiles
 from fusion.publisher import Publisher
@@ -58,6 +59,8 @@ class BenchOptions:
     modes: tuple[Mode, ...] = MODES
     seed: int = 42
     runs: int = 1
+    # Records per second to produce at; 0 sends everything at once (a burst).
+    rate: float = 0.0
 
 
 @dataclass
@@ -90,7 +93,9 @@ def bench_config(settings: Settings, mode: Mode, sources: int, tag: str) -> Pipe
     return PipelineConfig.model_validate(data)
 
 
-def run_mode(spark: Any, config: PipelineConfig, dataset: Dataset, mode: Mode) -> ModeResult:
+def run_mode(
+    spark: Any, config: PipelineConfig, dataset: Dataset, mode: Mode, rate: float = 0.0
+) -> ModeResult:
     """Run one mode over ``dataset`` on fresh topics and indexes; measure it."""
     topology.delete_all(config)
     pipeline.prepare(config)
@@ -99,7 +104,7 @@ def run_mode(spark: Any, config: PipelineConfig, dataset: Dataset, mode: Mode) -
     keys = len(dataset.expected)
     try:
         _wait_started(queries)
-        first_send, last_send = _produce_timed(config, dataset)
+        first_send, last_send = _produce_timed(config, dataset, rate)
         pipeline.run_until(queries, 120.0, done=lambda: metrics.get("enricher.enriched") >= keys)
     finally:
         for query in queries:
@@ -145,11 +150,19 @@ def _wait_started(queries: list[Any], timeout: float = 120.0) -> None:
         time.sleep(0.1)
 
 
-def _produce_timed(config: PipelineConfig, dataset: Dataset) -> tuple[float, dict[str, float]]:
-    publisher = Publisher(config.kafka, {"linger.ms": 20, "batch.num.messages": 10_000})
+def _produce_timed(
+    config: PipelineConfig, dataset: Dataset, rate: float
+) -> tuple[float, dict[str, float]]:
+    """Send the records, at ``rate`` per second if set; return first and per-key last send time."""
+    publisher = Publisher(config.kafka, {"linger.ms": 5, "batch.num.messages": 10_000})
     last_send: dict[str, float] = {}
     first = time.time()
-    for topic, key, value in dataset.records:
+    for sent, (topic, key, value) in enumerate(dataset.records):
+        if rate and sent % 100 == 0:
+            # Pace in steps of 100 records: ahead of schedule means wait for it.
+            ahead = first + sent / rate - time.time()
+            if ahead > 0:
+                time.sleep(ahead)
         publisher.send(topic, key, value)
         last_send[key] = time.time()
     publisher.flush()
@@ -165,6 +178,41 @@ def _enriched_times(es: Elasticsearch, config: PipelineConfig) -> dict[str, floa
         stamp = hit["_source"]["fusion"]["enriched_at"]
         times[hit["_id"]] = datetime.fromisoformat(stamp).timestamp()
     return times
+
+
+def run_counter_only(spark: Any, config: PipelineConfig, dataset: Dataset) -> dict[str, Any]:
+    """The counter alone over one ack per record: acks per second of Spark processing time.
+
+    The acks are produced first; the time is the sum of the counter's
+    micro-batch durations, so query start-up and idle triggers do not count.
+    """
+    topology.delete_all(config)
+    pipeline.prepare(config)
+    by_topic = {config.topic_of(s): s.name for s in config.sources}
+    publisher = Publisher(config.kafka, {"linger.ms": 20, "batch.num.messages": 10_000})
+    acked_at = now_utc()
+    for offset, (topic, key, _) in enumerate(dataset.records):
+        ack = Ack(
+            key=key, source=by_topic[topic], index=topic, doc_id=key, seq_no=offset,
+            primary_term=1, version=1, topic=topic, partition=0, offset=offset, acked_at=acked_at,
+        )  # fmt: skip
+        publisher.send(config.acks_topic, key, ack.to_bytes())
+    publisher.flush()
+    metrics = Metrics()
+    queries = pipeline.start(spark, config, pipeline.select(config, "counter"), metrics)
+    keys = len(dataset.expected)
+    pipeline.run_until(queries, 120.0, done=lambda: metrics.get("counter.fired") >= keys)
+    batches = [p for p in queries[0].recentProgress if p["numInputRows"] > 0]
+    rows = sum(p["numInputRows"] for p in batches)
+    seconds = sum(p["durationMs"]["triggerExecution"] for p in batches) / 1000
+    topology.delete_all(config)
+    return {
+        "operator": config.pipeline.counter,
+        "acks": rows,
+        "fired": metrics.get("counter.fired"),
+        "seconds": round(seconds, 3),
+        "acks_per_second": round(rows / seconds) if seconds else 0,
+    }
 
 
 def run_floor(settings: Settings, dataset: Dataset, config: PipelineConfig) -> float:
@@ -191,7 +239,9 @@ def run_floor(settings: Settings, dataset: Dataset, config: PipelineConfig) -> f
         {"_index": f"{prefix}-enriched", "_id": doc[config.key_field], "_source": doc}
         for doc in enriched
     ]
-    helpers.bulk(es, actions, chunk_size=config.pipeline.bulk_chunk, refresh="wait_for")
+    # As fast as the node takes them: no refresh per request, one refresh at the end.
+    helpers.bulk(es, actions, chunk_size=config.pipeline.bulk_chunk, max_chunk_bytes=50 << 20)
+    es.indices.refresh(index=f"{prefix}-*")
     elapsed = time.monotonic() - started
     es.options(ignore_status=404).indices.delete(index=f"{prefix}-*")
     return elapsed
@@ -217,9 +267,12 @@ def run_bench(
             on_step(f"run {run + 1}/{options.runs}: {mode} mode, {options.keys:,} keys")
             config = bench_config(settings, mode, options.sources, f"{tag}{run}")
             # Same seed, same records; only the topic names differ per mode.
-            result = run_mode(spark, config, build_dataset(config, gen), mode)
+            result = run_mode(spark, config, build_dataset(config, gen), mode, options.rate)
             if mode not in results or result.wall_seconds < results[mode].wall_seconds:
                 results[mode] = result
+    on_step("the counter alone")
+    counter_config = bench_config(settings, "batched", options.sources, f"{tag}c")
+    counter = run_counter_only(spark, counter_config, build_dataset(counter_config, gen))
     floor = min(floors)
     for result in results.values():
         result.ratio_to_floor = round(result.wall_seconds / floor, 2)
@@ -228,7 +281,9 @@ def run_bench(
         "sources": options.sources,
         "seed": options.seed,
         "runs": options.runs,
+        "rate": options.rate,
         "floor_seconds": round(floor, 3),
+        "counter_only": counter,
         "machine": _machine(),
         "modes": [asdict(results[m]) for m in options.modes],
     }
@@ -253,14 +308,16 @@ def _machine() -> dict[str, Any]:
 
 def markdown(report: dict[str, Any]) -> str:
     n, k = report["sources"], report["keys"]
+    pace = f"produced at {report['rate']:,.0f} records/s" if report.get("rate") else "burst"
     lines = [
-        f"{k:,} keys x {n} sources, floor {report['floor_seconds']:.2f} s "
+        f"{k:,} keys x {n} sources ({pace}), floor {report['floor_seconds']:.2f} s "
         f"(N·K + K documents bulk-indexed from Python), {report['machine']['cores']} cores",
         "",
         "| mode | ES requests | per key | wasted | docs fetched | wall s | x floor "
         "| keys/s | p50 s | p95 s | p99 s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    counter = report.get("counter_only")
     for m in report["modes"]:
         lines.append(
             f"| {m['mode']} | {m['es_requests']:,} | {m['requests_per_key']} "
@@ -268,6 +325,12 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {m['ratio_to_floor']} | {m['keys_per_second']:,} | {m['latency_p50']} "
             f"| {m['latency_p95']} | {m['latency_p99']} |"
         )
+    if counter:
+        lines += [
+            "",
+            f"counter alone: {counter['acks']:,} acks in {counter['seconds']} s of micro-batch "
+            f"time = {counter['acks_per_second']:,} acks/s ({counter['fired']:,} keys fired)",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -306,3 +369,73 @@ def write_report(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path, Pat
     md_path.write_text(markdown(report))
     chart(report, png_path)
     return json_path, md_path, png_path
+
+
+# (keys, sources) points of the scaling curve: K grows at N = 4, N grows at K = 14,000.
+SCALE_POINTS = ((1_000, 4), (14_000, 4), (100_000, 4), (14_000, 2), (14_000, 8))
+# Naive mode sends K·N·(N-1) single GETs; above this many it is left out of a point.
+NAIVE_BUDGET = 500_000
+
+
+def run_scale(
+    settings: Settings,
+    spark: Any,
+    points: tuple[tuple[int, int], ...] = SCALE_POINTS,
+    on_step: Callable[[str], None] = lambda _: None,
+) -> list[dict[str, Any]]:
+    reports = []
+    for keys, sources in points:
+        modes = tuple(
+            m for m in MODES if m != "naive" or keys * sources * (sources - 1) <= NAIVE_BUDGET
+        )
+        prefix = f"K={keys:,} N={sources}: "
+        report = run_bench(
+            settings,
+            spark,
+            BenchOptions(keys, sources, modes),
+            # Called only while this point runs, so the loop variable cannot move on under it.
+            on_step=lambda step: on_step(prefix + step),  # noqa: B023
+        )
+        reports.append(report)
+    return reports
+
+
+def scale_chart(reports: list[dict[str, Any]], path: Path) -> None:
+    """Requests per key and wall time against K (N = 4) and against N (K = 14,000)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    series = [
+        ("keys", [r for r in reports if r["sources"] == 4], "K (N = 4)"),
+        ("sources", [r for r in reports if r["keys"] == 14_000], "N (K = 14,000)"),
+    ]
+    for column, (axis, points, label) in enumerate(series):
+        points = sorted(points, key=lambda r: r[axis])
+        for mode in MODES:
+            runs = [(r[axis], m) for r in points if (m := _mode(r, mode)) is not None]
+            xs = [x for x, _ in runs]
+            per_key = [m["requests_per_key"] for _, m in runs]
+            wall = [m["wall_seconds"] for _, m in runs]
+            axes[0][column].plot(xs, per_key, marker="o", label=mode)
+            axes[1][column].plot(xs, wall, marker="o", label=mode)
+        floors = [r["floor_seconds"] for r in points]
+        axes[1][column].plot([r[axis] for r in points], floors, "k--", label="floor")
+        axes[0][column].set_title(f"ES requests per key vs {label}")
+        axes[1][column].set_title(f"wall time (s) vs {label}")
+        axes[0][column].set_yscale("symlog", linthresh=0.01)
+        if axis == "keys":
+            axes[0][column].set_xscale("log")
+            axes[1][column].set_xscale("log")
+        for row in (0, 1):
+            axes[row][column].legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _mode(report: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    return next((m for m in report["modes"] if m["mode"] == mode), None)

@@ -123,7 +123,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--modes", default="naive,counted,batched", help="comma-separated")
     bench.add_argument("--seed", type=int, default=42)
     bench.add_argument("--runs", type=int, default=1, help="repeat and keep each mode's best")
+    bench.add_argument("--rate", type=float, default=0.0, help="records/s to produce at (0: burst)")
     bench.add_argument("--out", type=Path, default=Path("bench/results"))
+
+    scale = command("bench-scale", "the scaling curve: K = 1k/14k/100k, N = 2/4/8", _bench_scale)
+    scale.add_argument("--out", type=Path, default=Path("bench/results"))
 
     demo = command("demo", "start the local runtime and run the healthcare demo", _demo)
     demo.add_argument("--keys", type=int, default=14_000)
@@ -265,12 +269,33 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
     clients.check_elasticsearch(settings.elasticsearch)
     spark = clients.spark_session(settings, app_name="fusion-bench")
     spark.sparkContext.setLogLevel("ERROR")
-    options = bench.BenchOptions(args.keys, args.sources, modes, args.seed, args.runs)
+    options = bench.BenchOptions(args.keys, args.sources, modes, args.seed, args.runs, args.rate)
     with err.status("benchmark") as spinner:
         report = bench.run_bench(settings, spark, options, on_step=spinner.update)
     paths = bench.write_report(report, args.out)
     out.print(bench.markdown(report), markup=False)
     out.print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _bench_scale(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import datetime
+
+    from fusion import bench
+
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    spark = clients.spark_session(settings, app_name="fusion-bench-scale")
+    spark.sparkContext.setLogLevel("ERROR")
+    with err.status("scaling benchmark") as spinner:
+        reports = bench.run_scale(settings, spark, on_step=spinner.update)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stamp}-scale.json").write_text(json.dumps(reports, indent=2))
+    bench.scale_chart(reports, args.out / f"{stamp}-scale.png")
+    for report in reports:
+        out.print(bench.markdown(report), markup=False)
+    out.print(f"written: {args.out / (stamp + '-scale.json')}, {args.out / (stamp + '-scale.png')}")
     return 0
 
 

@@ -34,6 +34,8 @@ FieldType = Literal[
 LookupMode = Literal["batched", "per-source"]
 # "naive" exists for the benchmark: N-1 lookups per arriving record instead of a counter.
 PipelineMode = Literal["counted", "naive"]
+# The counter's Spark operator: transformWithState (Row-based) or applyInPandasWithState.
+CounterImpl = Literal["transform-with-state", "pandas-state"]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _STRICT = ConfigDict(frozen=True, extra="forbid")
@@ -76,10 +78,15 @@ class PipelineSection(BaseModel):
     checkpoint_dir: Path | None = None
     topic_partitions: int = Field(default=2, ge=1)
     mode: PipelineMode = "counted"
+    counter: CounterImpl = "transform-with-state"
     lookup: LookupMode = "batched"
     mget_chunk: int = Field(default=1000, ge=1, le=10_000)
-    bulk_chunk: int = Field(default=5000, ge=1)
-    max_offsets_per_trigger: int = Field(default=20_000, ge=1)
+    # One bulk request per micro-batch in the common case: refresh=wait_for then
+    # waits for one refresh per batch instead of one per chunk.
+    bulk_chunk: int = Field(default=20_000, ge=1)
+    # Large micro-batches under a backlog: the counter pays its state round trips
+    # once per key and batch, so fewer, larger batches cost less.
+    max_offsets_per_trigger: int = Field(default=100_000, ge=1)
     refresh_interval: str = "1s"
     trigger_interval: str = "500 milliseconds"
     max_record_bytes: int = Field(default=1024 * 1024, ge=1)

@@ -54,8 +54,9 @@ class AckCounter(StatefulProcessor):
 
         join_key = key[0]
         before = None
-        if self.state.exists():
-            seen, first, fired = self.state.get()
+        stored = self.state.get()  # one round trip to the state server, None for a new key
+        if stored is not None:
+            seen, first, fired = stored
             before = KeyState(frozenset(seen), first, fired)
         acks = [AckSeen(r.source, r.acked_at, r.raw, r.topic, r.partition, r.offset) for r in rows]
         decision = decide(join_key, before, acks, self.sources, now_iso())
@@ -84,6 +85,53 @@ class AckCounter(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+PANDAS_STATE_SCHEMA = "seen STRING, first_ack_at STRING, fired_at STRING"
+_OUTPUT_COLUMNS = [
+    "kind", "key", "sources", "first_ack_at", "fired_at", "reason", "raw", "topic", "partition",
+    "offset",
+]  # fmt: skip
+
+
+def count_with_pandas_state(sources: frozenset[str]) -> Any:
+    """The same decision as :class:`AckCounter`, for ``applyInPandasWithState``.
+
+    Spark ships each key's state with its rows (Arrow), so a key costs no round
+    trip to a state server; the seen sources are stored comma-joined.
+    """
+
+    def count(key: tuple[str], frames: Iterator[Any], state: Any) -> Iterator[Any]:
+        import pandas as pd
+
+        join_key = key[0]
+        before = None
+        if state.exists:
+            seen, first, fired = state.get
+            before = KeyState(frozenset(seen.split(",")), first, fired)
+        acks = [
+            AckSeen(r.source, r.acked_at, r.raw, r.topic, r.partition, r.offset)
+            for frame in frames
+            for r in frame.itertuples(index=False)
+        ]
+        decision = decide(join_key, before, acks, sources, now_iso())
+        after = decision.state
+        if after is not None and after != before:
+            state.update((",".join(sorted(after.seen)), after.first_ack_at, after.fired_at))
+        rows: list[tuple[Any, ...]] = []
+        if decision.new_key:
+            rows.append(("new", join_key, None, None, None, None, None, None, None, None))
+        if decision.ready is not None:
+            ready = decision.ready
+            rows.append(("ready", join_key, ready.sources, ready.first_ack_at, ready.fired_at,
+                         None, None, None, None, None))  # fmt: skip
+        for ack, reason in decision.rejected:
+            rows.append(("dead", join_key, None, None, None, reason, ack.raw, ack.topic,
+                         ack.partition, ack.offset))  # fmt: skip
+        if rows:
+            yield pd.DataFrame(rows, columns=_OUTPUT_COLUMNS)
+
+    return count
 
 
 class PublishCounterOutput:
@@ -141,14 +189,20 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
 
 
 def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
-    counted = (
-        parsed_acks(spark, config)
-        .groupBy("k")
-        .transformWithState(
+    grouped = parsed_acks(spark, config).groupBy("k")
+    if config.pipeline.counter == "pandas-state":
+        counted = grouped.applyInPandasWithState(
+            count_with_pandas_state(frozenset(config.source_names)),
+            outputStructType=OUTPUT_SCHEMA,
+            stateStructType=PANDAS_STATE_SCHEMA,
+            outputMode="Append",
+            timeoutConf="NoTimeout",
+        )
+    else:
+        counted = grouped.transformWithState(
             statefulProcessor=AckCounter(list(config.source_names)),
             outputStructType=OUTPUT_SCHEMA,
             outputMode="Append",
             timeMode="None",
         )
-    )
     return start_foreach_batch(counted, config, "counter", PublishCounterOutput(config, metrics))
