@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
@@ -65,18 +66,19 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fusion", description=__doc__, parents=[common])
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    def command(name: str, help: str, handler: object) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, parents=[common])
+    def add(group: Any, name: str, help: str, handler: object) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = group.add_parser(name, help=help, parents=[common])
         sub.set_defaults(handler=handler)
         return sub
+
+    def command(name: str, help: str, handler: object) -> argparse.ArgumentParser:
+        return add(commands, name, help, handler)
 
     infra = command("infra", "run a local Kafka + Elasticsearch (no Docker)", None)
     infra_commands = infra.add_subparsers(required=True, metavar="ACTION")
 
     def infra_command(name: str, help: str, handler: object) -> argparse.ArgumentParser:
-        sub = infra_commands.add_parser(name, help=help, parents=[common])
-        sub.set_defaults(handler=handler)
-        return sub
+        return add(infra_commands, name, help, handler)
 
     up = infra_command("up", "fetch (first time), start and wait until healthy", _infra_up)
     up.add_argument("--kafka-port", type=int, help="broker port (default 9092)")

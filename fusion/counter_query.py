@@ -26,8 +26,7 @@ from fusion.config import PipelineConfig
 from fusion.counter import AckSeen, KeyState, decide
 from fusion.events import DeadLetter, ReadyEvent, now_iso
 from fusion.metrics import Metrics
-from fusion.publisher import Publisher
-from fusion.spark_io import read_kafka, start_foreach_batch
+from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -134,13 +133,8 @@ def count_with_pandas_state(sources: frozenset[str]) -> Any:
     return count
 
 
-class PublishCounterOutput:
+class PublishCounterOutput(BatchStage):
     """foreachBatch sink of the counter: DLQ first, then ready events, both confirmed."""
-
-    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        self.config = config
-        self.metrics = metrics
-        self.publisher = Publisher(config.kafka)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         rows = batch.collect()

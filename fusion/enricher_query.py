@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from fusion import clients, lookups
+from fusion import lookups
 from fusion.bulk import Target, write_documents
 from fusion.config import PipelineConfig
 from fusion.enricher import build_enriched, missing_sources
 from fusion.events import DeadLetter, ReadyEvent, dumps, now_iso
 from fusion.metrics import Metrics
-from fusion.publisher import Publisher
-from fusion.spark_io import read_kafka, start_foreach_batch
+from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -44,14 +43,11 @@ class EnrichedDoc:
     original: bytes
 
 
-class EnrichBatch:
+class EnrichBatch(BatchStage):
     """The foreachBatch handler of the enricher (runs in the driver)."""
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        self.config = config
-        self.metrics = metrics
-        self.es = clients.elasticsearch(config.elasticsearch)
-        self.publisher = Publisher(config.kafka)
+        super().__init__(config, metrics)
         self.target = Target(config.enriched_index, "enricher", None, config.pipeline.bulk_chunk)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:

@@ -20,15 +20,13 @@ from typing import TYPE_CHECKING
 
 from elasticsearch import NotFoundError
 
-from fusion import clients
 from fusion.bulk import Confirmed, Target, write_documents
 from fusion.config import PipelineConfig, SourceConfig
 from fusion.enricher import FoundDoc, build_enriched
 from fusion.enricher_query import EnrichedDoc
 from fusion.events import DeadLetter, dumps, now_iso
 from fusion.metrics import Metrics
-from fusion.publisher import Publisher
-from fusion.spark_io import read_kafka, start_foreach_batch
+from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 from indexers.records import RawRecord, SourceRecord, parse
 
 if TYPE_CHECKING:
@@ -44,14 +42,11 @@ class Arrival:
     record: SourceRecord
 
 
-class NaiveBatch:
+class NaiveBatch(BatchStage):
     """foreachBatch handler of naive mode (runs in the driver)."""
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        self.config = config
-        self.metrics = metrics
-        self.es = clients.elasticsearch(config.elasticsearch)
-        self.publisher = Publisher(config.kafka)
+        super().__init__(config, metrics)
         self.by_topic = {config.topic_of(s): s for s in config.sources}
         self.pool = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="naive-lookup")
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fusion import clients
 from fusion.config import PipelineConfig
+from fusion.metrics import Metrics
+from fusion.publisher import Publisher
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,3 +45,16 @@ def start_foreach_batch(
         .trigger(processingTime=config.pipeline.trigger_interval)
         .start()
     )
+
+
+class BatchStage:
+    """Base of the foreachBatch handlers: the clients a stage needs, built once per query.
+
+    The handlers run in the driver, so these clients live as long as the query.
+    """
+
+    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.es = clients.elasticsearch(config.elasticsearch)
+        self.publisher = Publisher(config.kafka)

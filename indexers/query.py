@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING
 
 from acks.contract import Ack
 from acks.kafka import publish_acks
-from fusion import clients
 from fusion.bulk import Confirmed, Target, write_documents
 from fusion.config import PipelineConfig, SourceConfig
 from fusion.events import DeadLetter, now_utc
 from fusion.metrics import Metrics
-from fusion.publisher import Publisher
-from fusion.spark_io import read_kafka, start_foreach_batch
+from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
 
 if TYPE_CHECKING:
@@ -36,18 +34,15 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 
-class IndexBatch:
+class IndexBatch(BatchStage):
     """The foreachBatch handler of one source's indexer (runs in the driver)."""
 
     def __init__(self, config: PipelineConfig, source: SourceConfig, metrics: Metrics) -> None:
-        self.config = config
+        super().__init__(config, metrics)
         self.source = source
         self.target = Target(
             config.index_of(source), "indexer", source.name, config.pipeline.bulk_chunk
         )
-        self.metrics = metrics
-        self.es = clients.elasticsearch(config.elasticsearch)
-        self.publisher = Publisher(config.kafka)
         self.prefix = f"indexer.{source.name}"
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
