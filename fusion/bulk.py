@@ -91,6 +91,9 @@ class Target:
     stage: Stage
     source: str | None
     chunk_size: int
+    # Source documents must be searchable before they are acked; enriched ones
+    # need not wait for a refresh to count as written.
+    wait_for_refresh: bool = True
 
 
 def write_documents(
@@ -132,7 +135,7 @@ def _send(
         bulk_actions(target.index, records),
         chunk_size=target.chunk_size,
         max_chunk_bytes=50 * 1024 * 1024,
-        refresh="wait_for",
+        refresh="wait_for" if target.wait_for_refresh else "false",
         raise_on_error=False,
         raise_on_exception=False,
         max_retries=0,

@@ -78,6 +78,7 @@ def _report(
     out.print(f"[bold]dead letters[/]             {result['dead_letters']:,}")
     out.print(f"[bold]wall time[/]                {wall:.1f} s")
     es = clients.elasticsearch(config.elasticsearch)
+    es.indices.refresh(index=config.enriched_index)
     sample = es.search(index=config.enriched_index, size=1, sort=[{config.key_field: "asc"}])
     hits = sample["hits"]["hits"]
     if hits:

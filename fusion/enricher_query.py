@@ -48,7 +48,9 @@ class EnrichBatch(BatchStage):
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
         super().__init__(config, metrics)
-        self.target = Target(config.enriched_index, "enricher", None, config.pipeline.bulk_chunk)
+        self.target = Target(
+            config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False
+        )
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         rows = batch.select("value", "topic", "partition", "offset").collect()

@@ -80,7 +80,9 @@ class NaiveBatch(BatchStage):
             enriched.extend(self._match(confirmed))
         written = write_documents(
             self.es,
-            Target(self.config.enriched_index, "enricher", None, self.config.pipeline.bulk_chunk),
+            Target(
+                self.config.enriched_index, "enricher", None, self.config.pipeline.bulk_chunk, False
+            ),
             enriched,
         )
         for item in written.confirmed:
