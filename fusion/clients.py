@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
     from pyspark.sql import SparkSession
 
-log = logging.getLogger(__name__)
 # librdkafka reports transient retries (coordinator loading, reconnects) as warnings;
 # they are retried internally, and real failures surface as errors and exceptions.
 kafka_log = logging.getLogger("fusion.kafka")

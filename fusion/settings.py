@@ -143,7 +143,7 @@ class SparkSettings(BaseModel):
 
     master: str = "local[*]"
     app_name: str = "fusion"
-    shuffle_partitions: int = Field(default=2, ge=1)
+    shuffle_partitions: int = Field(default=4, ge=1)
     ui_enabled: bool = False
     state_store: StateStore = "rocksdb"
     conf: dict[str, str] = Field(default_factory=dict)
@@ -163,8 +163,6 @@ class SparkSettings(BaseModel):
             # Progress bars would garble Fusion's own status line.
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
-            # Commit only the RocksDB changelog per micro-batch, not a snapshot.
-            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         }
         return conf | self.conf
 
