@@ -20,6 +20,8 @@ no Spark. Each mode's wall time is reported as a ratio to it.
 from __future__ import annotations
 
 import json
+import os
+import platform
 import time
 import uuid
 from collections.abc import Callable
@@ -36,6 +38,7 @@ from fusion.config import PipelineConfig
 from fusion.enricher import FoundDoc, build_enriched
 from fusion.events import now_iso, now_utc
 from fusion.generator import Dataset, GenOptions, build_dataset
+from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
 from fusion.metrics import Metrics, percentiles
 from fusion.publisher import Publisher
 from fusion.settings import Settings
@@ -293,12 +296,7 @@ def run_bench(
 
 
 def _machine() -> dict[str, Any]:
-    import os
-    import platform
-
     import pyspark
-
-    from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
 
     return {
         "cores": os.cpu_count(),

@@ -24,7 +24,7 @@ from fusion import lookups
 from fusion.bulk import Target, write_documents
 from fusion.config import PipelineConfig
 from fusion.enricher import build_enriched, missing_sources
-from fusion.events import DeadLetter, ReadyEvent, dumps, now_iso
+from fusion.events import DeadLetter, ReadyEvent, dumps, now_iso, now_utc
 from fusion.metrics import Metrics
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 
@@ -93,7 +93,7 @@ class EnrichBatch(BatchStage):
         self.publisher.flush()
         self.metrics.add("enricher.enriched", len(written.confirmed))
         self.metrics.add("enricher.dlq", len(dead))
-        done = datetime.fromisoformat(now_iso())
+        done = now_utc()
         for item in written.confirmed:
             fired = datetime.fromisoformat(item.record.doc["fusion"]["fired_at"])
             self.metrics.observe_latency((done - fired).total_seconds())

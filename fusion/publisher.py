@@ -27,6 +27,7 @@ class Publisher:
     def __init__(self, settings: KafkaSettings, options: dict[str, Any] | None = None) -> None:
         self._producer = clients.kafka_producer(settings, options)
         self._errors: list[tuple[str, str]] = []
+        self._topics: set[str] = set()  # written to since the last flush
         self.sent = 0
 
     def send(self, topic: str, key: str | None, value: bytes) -> None:
@@ -36,6 +37,7 @@ class Publisher:
             value=value,
             on_delivery=self._on_delivery,
         )
+        self._topics.add(topic)
         self.sent += 1
         # Serve delivery callbacks so the local queue never fills up.
         self._producer.poll(0)
@@ -47,8 +49,10 @@ class Publisher:
     def flush(self, timeout: float = 120.0) -> None:
         remaining = self._producer.flush(timeout)
         errors, self._errors = self._errors, []
+        topics, self._topics = self._topics, set()
         if remaining:
-            raise PublishError("?", remaining, f"still queued after {timeout:.0f} s")
+            where = ", ".join(sorted(topics))
+            raise PublishError(where, remaining, f"still queued after {timeout:.0f} s")
         if errors:
             topic, detail = errors[0]
             raise PublishError(topic, len(errors), detail)

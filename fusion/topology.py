@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -84,9 +86,6 @@ def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
 
 def delete_all(config: PipelineConfig) -> None:
     """Delete the pipeline's topics, indexes and checkpoints (the demo starts afresh)."""
-    import shutil
-    import time
-
     admin = clients.kafka_admin(config.kafka)
     existing = set(admin.list_topics(timeout=15).topics)
     doomed = [t for t in dict.fromkeys(config.all_topics()) if t in existing]
