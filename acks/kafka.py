@@ -1,4 +1,4 @@
-"""Kafka helpers for acks: publish them keyed by join key, read them back."""
+"""Kafka helpers for acks: records keyed by join key to publish, and reading them back."""
 
 from __future__ import annotations
 
@@ -8,17 +8,13 @@ from confluent_kafka import KafkaException
 
 from acks.contract import Ack, AckError
 from fusion import clients
-from fusion.publisher import Publisher
+from fusion.output import OutRecord
 from fusion.settings import KafkaSettings
 
 
-def publish_acks(publisher: Publisher, topic: str, acks: Iterable[Ack]) -> int:
-    """Send one record per ack (key = join key, so a key's acks share a partition)."""
-    count = 0
-    for ack in acks:
-        publisher.send(topic, ack.key, ack.to_bytes())
-        count += 1
-    return count
+def ack_records(topic: str, acks: Iterable[Ack]) -> list[OutRecord]:
+    """One Kafka record per ack, keyed by join key so that a key's acks share a partition."""
+    return [(topic, ack.key, ack.to_bytes()) for ack in acks]
 
 
 def read_acks(

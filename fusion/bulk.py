@@ -7,10 +7,16 @@ through this one module. Each item ends in exactly one of three places:
   it is searchable (the indexer acks it);
 - **dead**: Elasticsearch rejected it for good (a mapping conflict, a malformed
   document): it goes to the dead-letter topic with Elasticsearch's reason;
+- **stale**: the document carries an external version and Elasticsearch
+  already holds a newer one (a replay of older data): nothing to write, no ack;
 - **retried**: a 429, a 5xx or a connection failure; the items still pending
-  are sent again with exponential backoff, and if the retry budget runs out
-  :class:`IndexingError` fails the micro-batch, which Spark replays from its
-  checkpoint (the writes are idempotent: ``_id`` = join key).
+  are sent again with exponential backoff (:mod:`fusion.retry`), and if the
+  budget runs out :class:`IndexingError` fails the micro-batch, which Spark
+  replays from its checkpoint.
+
+Replays are safe: ``_id`` is the join key, and with a version the write is
+``version_type=external_gte``, so the same version rewrites the same content
+and an older one can never overwrite a newer document.
 """
 
 from __future__ import annotations
@@ -19,14 +25,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from elastic_transport import ConnectionError as ESConnectionError
+from elastic_transport import ConnectionTimeout
 from elasticsearch import Elasticsearch, helpers
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
-from tenacity import wait_random_exponential as backoff
 
 from fusion.errors import FusionError
 from fusion.events import DeadLetter, Stage
+from fusion.metrics import Metrics
+from fusion.retry import (
+    TRANSIENT_STATUS,
+    RetryBudgetExceeded,
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+)
 
-TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+VERSION_CONFLICT = 409
 
 
 class IndexingError(FusionError):
@@ -52,17 +66,10 @@ class Document(Protocol):
     def where(self) -> tuple[str, int, int]: ...
     @property
     def original(self) -> bytes: ...
-
-
-class _Pending(Exception):
-    """Some items failed transiently: retry them."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 8
-    initial: float = 0.5
-    maximum: float = 30.0
+    @property
+    def version(self) -> int | None:
+        """External version (newer data, higher number), or None for last-write-wins."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,7 @@ class Confirmed:
 class WriteResult:
     confirmed: list[Confirmed] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+    stale: list[Document] = field(default_factory=list)
     requests: int = 0
 
 
@@ -101,32 +109,30 @@ def write_documents(
     target: Target,
     records: Iterable[Document],
     retry: RetryPolicy | None = None,
+    metrics: Metrics | None = None,
 ) -> WriteResult:
     """Index ``records`` into ``target.index``; see the module docstring for the outcomes."""
-    retry = retry or RetryPolicy()
     pending: dict[str, Document] = {record.key: record for record in records}
     result = WriteResult()
-    last_error = ""
+
+    def one_pass() -> None:
+        _send(es, target, pending, result)
+
     try:
-        for attempt in Retrying(
-            stop=stop_after_attempt(retry.attempts),
-            wait=backoff(multiplier=retry.initial, max=retry.maximum),
-            retry=retry_if_exception_type(_Pending),
-            reraise=False,
-        ):
-            with attempt:
-                last_error = _send(es, target, pending, result)
-                if pending:
-                    raise _Pending(last_error)
-    except RetryError:
-        raise IndexingError(target.index, len(pending), last_error) from None
+        call_with_retries(
+            one_pass, f"bulk write to {target.index}", retry or RetryPolicy(), metrics
+        )
+    except RetryBudgetExceeded as exc:
+        raise IndexingError(target.index, len(pending), exc.detail) from None
     return result
 
 
 def _send(
     es: Elasticsearch, target: Target, pending: dict[str, Document], result: WriteResult
-) -> str:
-    """One pass over ``pending``: settle what can be settled, leave the transient failures."""
+) -> None:
+    """One pass over ``pending``: settle what can be settled, raise Transient for the rest."""
+    if not pending:
+        return
     last_error = ""
     records = list(pending.values())
     result.requests += -(-len(records) // target.chunk_size)
@@ -140,35 +146,54 @@ def _send(
         raise_on_exception=False,
         max_retries=0,
     )
-    for record, (ok, item) in zip(records, outcomes, strict=True):
-        outcome: dict[str, Any] = item.get("index", item)
-        status = outcome.get("status")
-        if ok:
-            del pending[record.key]
-            result.confirmed.append(
-                Confirmed(
-                    record,
-                    outcome["_index"],
-                    outcome["_seq_no"],
-                    outcome["_primary_term"],
-                    outcome["_version"],
-                )
+    try:
+        for record, (ok, item) in zip(records, outcomes, strict=False):
+            last_error = _settle(target, record, ok, item, pending, result) or last_error
+    except (ESConnectionError, ConnectionTimeout) as exc:
+        # Items settled before the connection broke stay settled.
+        last_error = f"{type(exc).__name__}: {exc}"
+    if pending:
+        raise Transient(last_error)
+
+
+def _settle(
+    target: Target,
+    record: Document,
+    ok: bool,
+    item: dict[str, Any],
+    pending: dict[str, Document],
+    result: WriteResult,
+) -> str:
+    """File one item's outcome; return the error text of a transient failure, else ''."""
+    outcome: dict[str, Any] = item.get("index", item)
+    status = outcome.get("status")
+    if not ok and (not isinstance(status, int) or status in TRANSIENT_STATUS):
+        return f"status {status}: {_reason(outcome)}"
+    del pending[record.key]
+    if ok:
+        result.confirmed.append(
+            Confirmed(
+                record,
+                outcome["_index"],
+                outcome["_seq_no"],
+                outcome["_primary_term"],
+                outcome["_version"],
             )
-        elif isinstance(status, int) and status not in TRANSIENT_STATUS:
-            del pending[record.key]
-            result.dead.append(
-                DeadLetter.of(
-                    f"rejected by Elasticsearch: {_reason(outcome)}",
-                    target.stage,
-                    target.source,
-                    record.where,
-                    record.original,
-                    record.key,
-                )
+        )
+    elif status == VERSION_CONFLICT and record.version is not None:
+        result.stale.append(record)
+    else:
+        result.dead.append(
+            DeadLetter.of(
+                f"rejected by Elasticsearch: {_reason(outcome)}",
+                target.stage,
+                target.source,
+                record.where,
+                record.original,
+                record.key,
             )
-        else:
-            last_error = f"status {status}: {_reason(outcome)}"
-    return last_error
+        )
+    return ""
 
 
 def _reason(outcome: dict[str, Any]) -> str:
@@ -181,4 +206,12 @@ def _reason(outcome: dict[str, Any]) -> str:
 def bulk_actions(index: str, records: Iterable[Document]) -> Iterable[dict[str, Any]]:
     """One bulk ``index`` action per record, ``_id`` = key; the record is not modified."""
     for record in records:
-        yield {"_op_type": "index", "_index": index, "_id": record.key, "_source": record.doc}
+        action: dict[str, Any] = {
+            "_op_type": "index",
+            "_index": index,
+            "_id": record.key,
+            "_source": record.doc,
+        }
+        if record.version is not None:
+            action |= {"version": record.version, "version_type": "external_gte"}
+        yield action

@@ -74,6 +74,7 @@ class PipelineSection(BaseModel):
     ready_topic: str | None = None
     enriched_topic: str | None = None
     dlq_topic: str | None = None
+    markers_topic: str | None = None
     enriched_index: str | None = None
     checkpoint_dir: Path | None = None
     topic_partitions: int = Field(default=2, ge=1)
@@ -90,6 +91,8 @@ class PipelineSection(BaseModel):
     refresh_interval: str = "1s"
     trigger_interval: str = "500 milliseconds"
     max_record_bytes: int = Field(default=1024 * 1024, ge=1)
+    # How long a stage retries an unreachable Elasticsearch or Kafka before its query fails.
+    retry_budget_seconds: float = Field(default=300.0, gt=0)
 
     _valid_name = field_validator("name")(_check_name)
 
@@ -162,6 +165,11 @@ class PipelineConfig(Settings):
         return self.pipeline.dlq_topic or f"{self.name}.dlq"
 
     @property
+    def markers_topic(self) -> str:
+        """Compacted topic of the last committed batch id per query (see :mod:`fusion.output`)."""
+        return self.pipeline.markers_topic or f"{self.name}.markers"
+
+    @property
     def enriched_index(self) -> str:
         return self.pipeline.enriched_index or f"{self.name}-enriched"
 
@@ -175,4 +183,11 @@ class PipelineConfig(Settings):
     def all_topics(self) -> list[str]:
         """Every topic the pipeline reads or writes."""
         sources = [self.topic_of(source) for source in self.sources]
-        return [*sources, self.acks_topic, self.ready_topic, self.enriched_topic, self.dlq_topic]
+        return [
+            *sources,
+            self.acks_topic,
+            self.ready_topic,
+            self.enriched_topic,
+            self.dlq_topic,
+            self.markers_topic,
+        ]

@@ -4,14 +4,15 @@ The acks are grouped by join key into ``transformWithState`` (RocksDB state
 store, checkpointed). Its processor keeps each key's :class:`KeyState` and
 applies :func:`fusion.counter.decide`; it emits ``ready`` rows for keys that
 just completed and ``dead`` rows for acks it rejected. A foreachBatch sink
-then, per micro-batch:
+then publishes, per micro-batch and in one Kafka transaction with the batch
+id marker (:mod:`fusion.output`), the dead rows to the DLQ topic and the
+ready events to the ready topic, keyed by join key.
 
-1. publishes the dead rows to the DLQ topic;
-2. publishes the ready events to the ready topic, keyed by join key;
-3. waits for Kafka to confirm both, and only then lets Spark commit the batch.
-
-State and output offsets are committed together by Spark, so a restart
-resumes without re-firing keys whose fire was committed.
+Spark commits the state and the input offsets of a batch only after that
+transaction committed. A crash before the commit replays the batch from the
+same state, so it computes the same fires; if the transaction had committed,
+the marker says so and the replay publishes nothing. A read_committed reader
+of the ready topic therefore sees each complete key exactly once.
 """
 
 from __future__ import annotations
@@ -134,22 +135,18 @@ def count_with_pandas_state(sources: frozenset[str]) -> Any:
 
 
 class PublishCounterOutput(BatchStage):
-    """foreachBatch sink of the counter: DLQ first, then ready events, both confirmed."""
+    """foreachBatch sink of the counter: dead letters and ready events, exactly once."""
+
+    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
+        super().__init__(config, metrics, "counter")
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         rows = batch.collect()
+        if not rows:
+            return
         dead = [r for r in rows if r.kind == "dead"]
         ready = [r for r in rows if r.kind == "ready"]
-        for row in dead:
-            letter = DeadLetter.of(
-                row.reason,
-                "counter",
-                None,
-                (row.topic, row.partition, row.offset),
-                row.raw.encode() if row.raw is not None else None,
-                row.key or None,
-            )
-            self.publisher.send(self.config.dlq_topic, letter.key, letter.to_bytes())
+        out = [(self.config.dlq_topic, row.key or None, _dead_letter(row)) for row in dead]
         for row in ready:
             event = ReadyEvent(
                 key=row.key,
@@ -157,11 +154,24 @@ class PublishCounterOutput(BatchStage):
                 first_ack_at=row.first_ack_at,
                 fired_at=row.fired_at,
             )
-            self.publisher.send(self.config.ready_topic, event.key, event.to_bytes())
-        self.publisher.flush()
+            out.append((self.config.ready_topic, event.key, event.to_bytes()))
+        if not self.output.publish(batch_id, out):
+            return
         self.metrics.add("counter.dlq", len(dead))
         self.metrics.add("counter.fired", len(ready))
         self.metrics.add("counter.keys", sum(1 for r in rows if r.kind == "new"))
+
+
+def _dead_letter(row: Any) -> bytes:
+    letter = DeadLetter.of(
+        row.reason,
+        "counter",
+        None,
+        (row.topic, row.partition, row.offset),
+        row.raw.encode() if row.raw is not None else None,
+        row.key or None,
+    )
+    return letter.to_bytes()
 
 
 def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
@@ -199,4 +209,4 @@ def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics)
             outputMode="Append",
             timeMode="None",
         )
-    return start_foreach_batch(counted, config, "counter", PublishCounterOutput(config, metrics))
+    return start_foreach_batch(counted, PublishCounterOutput(config, metrics))

@@ -45,3 +45,13 @@ def build_enriched(
         "versions": {name: found[name].version for name in sorted(found)},
     }
     return doc
+
+
+def enriched_version(found: Mapping[str, FoundDoc]) -> int:
+    """The enriched document's external version: the sum of its sources' versions.
+
+    Source versions only grow, so a newer combination of source documents
+    always has a higher sum, and an enrichment from older documents (a replay)
+    can never overwrite the document written from newer ones.
+    """
+    return sum(doc.version for doc in found.values())

@@ -7,9 +7,11 @@ Per micro-batch:
    one ``_mget`` per chunk in ``batched`` mode, N GETs per key in ``per-source``);
 3. build each enriched document (:func:`fusion.enricher.build_enriched`); a key
    whose documents are no longer all in Elasticsearch becomes a dead letter;
-4. bulk-write the enriched documents (``_id`` = key, so a replay rewrites the same document);
-5. publish them to the enriched topic and the dead letters to the DLQ, and wait
-   for Kafka to confirm.
+4. bulk-write the enriched documents: ``_id`` = key, external version = the sum
+   of the source versions, so a replay rewrites the same document and an
+   enrichment from older source documents never overwrites a newer one;
+5. publish them to the enriched topic and the dead letters to the DLQ in one
+   Kafka transaction (:mod:`fusion.output`): exactly once per batch.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from pydantic import ValidationError
 from fusion import lookups
 from fusion.bulk import Target, write_documents
 from fusion.config import PipelineConfig
-from fusion.enricher import build_enriched, missing_sources
+from fusion.enricher import build_enriched, enriched_version, missing_sources
 from fusion.events import DeadLetter, ReadyEvent, dumps, now_iso, now_utc
+from fusion.faults import crash_point
 from fusion.metrics import Metrics
+from fusion.output import OutRecord
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 
 if TYPE_CHECKING:
@@ -41,22 +45,27 @@ class EnrichedDoc:
     doc: dict[str, Any]
     where: tuple[str, int, int]
     original: bytes
+    version: int | None = None
 
 
 class EnrichBatch(BatchStage):
     """The foreachBatch handler of the enricher (runs in the driver)."""
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        super().__init__(config, metrics)
+        super().__init__(config, metrics, "enricher")
         self.target = Target(
             config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False
         )
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         rows = batch.select("value", "topic", "partition", "offset").collect()
-        self.handle([(r.value, (r.topic, r.partition, r.offset)) for r in rows])
+        if not rows:
+            return
+        self.handle(batch_id, [(r.value, (r.topic, r.partition, r.offset)) for r in rows])
 
-    def handle(self, records: list[tuple[bytes | None, tuple[str, int, int]]]) -> None:
+    def handle(
+        self, batch_id: int, records: list[tuple[bytes | None, tuple[str, int, int]]]
+    ) -> None:
         ready: dict[str, tuple[ReadyEvent, tuple[str, int, int], bytes]] = {}
         dead: list[DeadLetter] = []
         for value, where in records:
@@ -67,10 +76,8 @@ class EnrichBatch(BatchStage):
                 dead.append(DeadLetter.of(reason, "enricher", None, where, value))
                 continue
             ready.setdefault(event.key, (event, where, value or b""))
-        self.metrics.add("enricher.ready", len(ready))
-        self.metrics.add("enricher.batches", 1 if ready else 0)
-
-        found = lookups.fetch(self.es, self.config, list(ready), self.metrics)
+        found = lookups.fetch(self.es, self.config, list(ready), self.metrics, self.retry)
+        crash_point("enricher.after_lookup")
         enriched: list[EnrichedDoc] = []
         enriched_at = now_iso()
         for key, (event, where, original) in ready.items():
@@ -82,16 +89,22 @@ class EnrichBatch(BatchStage):
                 dead.append(DeadLetter.of(reason, "enricher", None, where, original, key))
                 continue
             doc = build_enriched(self.config.key_field, key, docs, event.fired_at, enriched_at)
-            enriched.append(EnrichedDoc(key, doc, where, original))
+            enriched.append(EnrichedDoc(key, doc, where, original, enriched_version(docs)))
 
-        written = write_documents(self.es, self.target, enriched)
+        written = write_documents(self.es, self.target, enriched, self.retry, self.metrics)
+        crash_point("enricher.after_write")
         dead.extend(written.dead)
-        for item in written.confirmed:
-            self.publisher.send(self.config.enriched_topic, item.record.key, dumps(item.record.doc))
-        for letter in dead:
-            self.publisher.send(self.config.dlq_topic, letter.key, letter.to_bytes())
-        self.publisher.flush()
+        out: list[OutRecord] = [
+            (self.config.enriched_topic, item.record.key, dumps(item.record.doc))
+            for item in written.confirmed
+        ]
+        out += [(self.config.dlq_topic, letter.key, letter.to_bytes()) for letter in dead]
+        if not self.output.publish(batch_id, out):
+            return
+        self.metrics.add("enricher.ready", len(ready))
+        self.metrics.add("enricher.batches", 1 if ready else 0)
         self.metrics.add("enricher.enriched", len(written.confirmed))
+        self.metrics.add("enricher.stale", len(written.stale))
         self.metrics.add("enricher.dlq", len(dead))
         done = now_utc()
         for item in written.confirmed:
@@ -101,4 +114,4 @@ class EnrichBatch(BatchStage):
 
 def start_enricher(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
     stream = read_kafka(spark, config, config.ready_topic)
-    return start_foreach_batch(stream, config, "enricher", EnrichBatch(config, metrics))
+    return start_foreach_batch(stream, EnrichBatch(config, metrics))

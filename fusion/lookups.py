@@ -5,11 +5,15 @@ Two modes:
 - ``per-source`` (the original design): one GET per source per key, N requests a key;
 - ``batched`` (default): one ``_mget`` for up to ``mget_chunk`` documents, so a
   micro-batch of K ready keys costs ceil(K·N / mget_chunk) requests.
+
+Every request is retried with backoff while Elasticsearch is unreachable
+(:mod:`fusion.retry`); a retry counts as another request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TypeVar
 
 from elasticsearch import Elasticsearch, NotFoundError
@@ -17,29 +21,47 @@ from elasticsearch import Elasticsearch, NotFoundError
 from fusion.config import PipelineConfig
 from fusion.enricher import FoundDoc
 from fusion.metrics import Metrics
+from fusion.retry import RetryPolicy, call_with_retries
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 T = TypeVar("T")
 
 
 def fetch(
-    es: Elasticsearch, config: PipelineConfig, keys: Sequence[str], metrics: Metrics
+    es: Elasticsearch,
+    config: PipelineConfig,
+    keys: Sequence[str],
+    metrics: Metrics,
+    retry: RetryPolicy | None = None,
 ) -> Found:
     """Documents of every source for ``keys``; a key lacks the sources not found."""
+    retry = retry or RetryPolicy()
     if config.pipeline.lookup == "per-source":
-        return _per_source(es, config, keys, metrics)
-    return _batched(es, config, keys, metrics)
+        return _per_source(es, config, keys, metrics, retry)
+    return _batched(es, config, keys, metrics, retry)
+
+
+def _counted(call: Callable[[], T], what: str, metrics: Metrics, retry: RetryPolicy) -> T:
+    def once() -> T:
+        metrics.add("enricher.es_requests")
+        return call()
+
+    return call_with_retries(once, what, retry, metrics)
 
 
 def _per_source(
-    es: Elasticsearch, config: PipelineConfig, keys: Sequence[str], metrics: Metrics
+    es: Elasticsearch,
+    config: PipelineConfig,
+    keys: Sequence[str],
+    metrics: Metrics,
+    retry: RetryPolicy,
 ) -> Found:
     found: Found = {key: {} for key in keys}
     for key in keys:
         for source in config.sources:
-            metrics.add("enricher.es_requests")
+            index = config.index_of(source)
             try:
-                hit = es.get(index=config.index_of(source), id=key)
+                hit = _counted(partial(es.get, index=index, id=key), f"GET {index}", metrics, retry)
             except NotFoundError:
                 continue
             found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])
@@ -47,14 +69,17 @@ def _per_source(
 
 
 def _batched(
-    es: Elasticsearch, config: PipelineConfig, keys: Sequence[str], metrics: Metrics
+    es: Elasticsearch,
+    config: PipelineConfig,
+    keys: Sequence[str],
+    metrics: Metrics,
+    retry: RetryPolicy,
 ) -> Found:
     found: Found = {key: {} for key in keys}
     wanted = [(key, source) for key in keys for source in config.sources]
     for chunk in _chunks(wanted, config.pipeline.mget_chunk):
-        metrics.add("enricher.es_requests")
         docs = [{"_index": config.index_of(source), "_id": key} for key, source in chunk]
-        response = es.mget(docs=docs)
+        response = _counted(partial(es.mget, docs=docs), "_mget", metrics, retry)
         for (key, source), hit in zip(chunk, response["docs"], strict=True):
             if hit.get("found"):
                 found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])

@@ -22,6 +22,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._latencies: list[float] = []
+        self._alerts: dict[str, str] = {}
 
     def add(self, name: str, amount: int = 1) -> None:
         if amount:
@@ -32,6 +33,19 @@ class Metrics:
         with self._lock:
             if len(self._latencies) < self.MAX_SAMPLES:
                 self._latencies.append(seconds)
+
+    def alert(self, name: str, message: str) -> None:
+        """Something is wrong right now (e.g. a server unreachable, being retried)."""
+        with self._lock:
+            self._alerts[name] = message
+
+    def clear_alert(self, name: str) -> None:
+        with self._lock:
+            self._alerts.pop(name, None)
+
+    def alerts(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._alerts)
 
     def get(self, name: str) -> int:
         with self._lock:
@@ -46,7 +60,12 @@ class Metrics:
         with self._lock:
             latencies = sorted(self._latencies)
             counts = dict(sorted(self._counts.items()))
-        return {"counters": counts, "latency_seconds": percentiles(latencies)}
+            alerts = dict(self._alerts)
+        return {
+            "counters": counts,
+            "latency_seconds": percentiles(latencies),
+            "alerts": alerts,
+        }
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,10 +22,11 @@ from elasticsearch import NotFoundError
 
 from fusion.bulk import Confirmed, Target, write_documents
 from fusion.config import PipelineConfig, SourceConfig
-from fusion.enricher import FoundDoc, build_enriched
+from fusion.enricher import FoundDoc, build_enriched, enriched_version
 from fusion.enricher_query import EnrichedDoc
 from fusion.events import DeadLetter, dumps, now_iso
 from fusion.metrics import Metrics
+from fusion.output import OutRecord
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 from indexers.records import RawRecord, SourceRecord, parse
 
@@ -46,7 +47,7 @@ class NaiveBatch(BatchStage):
     """foreachBatch handler of naive mode (runs in the driver)."""
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        super().__init__(config, metrics)
+        super().__init__(config, metrics, "naive")
         self.by_topic = {config.topic_of(s): s for s in config.sources}
         self.pool = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="naive-lookup")
 
@@ -56,9 +57,9 @@ class NaiveBatch(BatchStage):
             .orderBy("timestamp", "topic", "partition", "offset")
             .collect()
         )
-        self.handle([RawRecord(r.value, r.topic, r.partition, r.offset) for r in rows])
+        self.handle(batch_id, [RawRecord(r.value, r.topic, r.partition, r.offset) for r in rows])
 
-    def handle(self, raws: list[RawRecord]) -> None:
+    def handle(self, batch_id: int, raws: list[RawRecord]) -> None:
         rounds: list[list[Arrival]] = []
         seen: dict[str, int] = defaultdict(int)
         dead: list[DeadLetter] = []
@@ -84,12 +85,19 @@ class NaiveBatch(BatchStage):
                 self.config.enriched_index, "enricher", None, self.config.pipeline.bulk_chunk, False
             ),
             enriched,
+            self.retry,
+            self.metrics,
         )
-        for item in written.confirmed:
-            self.publisher.send(self.config.enriched_topic, item.record.key, dumps(item.record.doc))
-        for letter in [*dead, *written.dead]:
-            self.publisher.send(self.config.dlq_topic, letter.key, letter.to_bytes())
-        self.publisher.flush()
+        out: list[OutRecord] = [
+            (self.config.enriched_topic, item.record.key, dumps(item.record.doc))
+            for item in written.confirmed
+        ]
+        out += [
+            (self.config.dlq_topic, letter.key, letter.to_bytes())
+            for letter in [*dead, *written.dead]
+        ]
+        if not self.output.publish(batch_id, out):
+            return
         self.metrics.add("enricher.enriched", len(written.confirmed))
         self.metrics.add("naive.dlq", len(dead) + len(written.dead))
 
@@ -106,7 +114,7 @@ class NaiveBatch(BatchStage):
             target = Target(
                 self.config.index_of(source), "indexer", name, self.config.pipeline.bulk_chunk
             )
-            result = write_documents(self.es, target, records)
+            result = write_documents(self.es, target, records, self.retry, self.metrics)
             confirmed.extend((source, item) for item in result.confirmed)
             dead.extend(result.dead)
             self.metrics.add(f"indexer.{name}.indexed", len(result.confirmed))
@@ -139,7 +147,9 @@ class NaiveBatch(BatchStage):
             record = item.record
             docs[source.name] = FoundDoc(record.doc, item.version)
             doc = build_enriched(self.config.key_field, record.key, docs, now, now_iso())
-            enriched.append(EnrichedDoc(record.key, doc, record.where, record.original))
+            enriched.append(
+                EnrichedDoc(record.key, doc, record.where, record.original, enriched_version(docs))
+            )
         return enriched
 
     def _get(self, source: SourceConfig, key: str) -> FoundDoc | None:
@@ -153,4 +163,4 @@ class NaiveBatch(BatchStage):
 def start_naive(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
     topics = ",".join(config.topic_of(s) for s in config.sources)
     stream = read_kafka(spark, config, topics)
-    return start_foreach_batch(stream, config, "naive", NaiveBatch(config, metrics))
+    return start_foreach_batch(stream, NaiveBatch(config, metrics))

@@ -141,12 +141,15 @@ def run_until(
 
 def status_line(metrics: Metrics) -> str:
     keys, fired = metrics.get("counter.keys"), metrics.get("counter.fired")
-    return (
+    line = (
         f"indexed {metrics.total('.indexed'):,}  acks {metrics.total('.acks'):,}  "
         f"pending keys {keys - fired:,}  fired {fired:,}  "
         f"enriched {metrics.get('enricher.enriched'):,}  dlq {metrics.total('.dlq'):,}  "
         f"ES lookups {metrics.get('enricher.es_requests'):,}"
     )
+    # An outage being retried is news: it goes first.
+    alerts = [f"[{message}]" for message in metrics.alerts().values()]
+    return "  ".join([*alerts, line])
 
 
 def summary(metrics: Metrics) -> dict[str, Any]:

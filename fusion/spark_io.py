@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fusion import clients
 from fusion.config import PipelineConfig
 from fusion.metrics import Metrics
-from fusion.publisher import Publisher
+from fusion.output import BatchOutput
+from fusion.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -31,17 +31,13 @@ def read_kafka(spark: SparkSession, config: PipelineConfig, topic: str) -> DataF
     return spark.readStream.format("kafka").options(**options).load()
 
 
-def start_foreach_batch(
-    stream: DataFrame,
-    config: PipelineConfig,
-    name: str,
-    handler: Callable[[DataFrame, int], Any],
-) -> StreamingQuery:
-    """Start ``stream`` into ``handler``, checkpointed under ``<checkpoint_dir>/<name>``."""
+def start_foreach_batch(stream: DataFrame, stage: BatchStage) -> StreamingQuery:
+    """Start ``stream`` into ``stage``, checkpointed under ``<checkpoint_dir>/<stage.name>``."""
+    config = stage.config
     return (
-        stream.writeStream.queryName(f"{config.name}-{name}")
-        .foreachBatch(handler)
-        .option("checkpointLocation", str(config.checkpoint_dir / name))
+        stream.writeStream.queryName(f"{config.name}-{stage.name}")
+        .foreachBatch(stage)
+        .option("checkpointLocation", str(stage.checkpoint))
         .trigger(processingTime=config.pipeline.trigger_interval)
         .start()
     )
@@ -51,10 +47,25 @@ class BatchStage:
     """Base of the foreachBatch handlers: the clients a stage needs, built once per query.
 
     The handlers run in the driver, so these clients live as long as the query.
+    ``output`` writes a batch's Kafka records exactly once (:mod:`fusion.output`).
     """
 
-    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
+    def __init__(self, config: PipelineConfig, metrics: Metrics, name: str) -> None:
         self.config = config
         self.metrics = metrics
+        self.name = name
+        self.checkpoint = config.checkpoint_dir / name
         self.es = clients.elasticsearch(config.elasticsearch)
-        self.publisher = Publisher(config.kafka)
+        self.output = BatchOutput(
+            config.kafka,
+            f"fusion-{config.name}-{name}",
+            config.markers_topic,
+            self.checkpoint,
+            metrics,
+            config.pipeline.retry_budget_seconds,
+            stage=name,
+        )
+        self.retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        raise NotImplementedError

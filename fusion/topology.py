@@ -31,9 +31,7 @@ def ensure_topics(config: PipelineConfig) -> list[str]:
     if not wanted:
         return []
     # replication_factor -1: the broker's default, right for one node and for a cluster.
-    futures = admin.create_topics(
-        [NewTopic(t, config.pipeline.topic_partitions, -1) for t in wanted], operation_timeout=30
-    )
+    futures = admin.create_topics([_new_topic(config, t) for t in wanted], operation_timeout=30)
     for topic, future in futures.items():
         try:
             future.result(timeout=60)
@@ -41,6 +39,13 @@ def ensure_topics(config: PipelineConfig) -> list[str]:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise TopologyError(f"topic {topic}", str(exc.args[0])) from None
     return wanted
+
+
+def _new_topic(config: PipelineConfig, topic: str) -> NewTopic:
+    if topic == config.markers_topic:
+        # One small record per query, read in full on every start: compact it.
+        return NewTopic(topic, 1, -1, config={"cleanup.policy": "compact"})
+    return NewTopic(topic, config.pipeline.topic_partitions, -1)
 
 
 def source_mapping(config: PipelineConfig, fields: dict[str, str]) -> dict[str, Any]:

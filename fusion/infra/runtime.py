@@ -140,6 +140,12 @@ class LocalRuntime:
         if purge:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
+    def stop_service(self, name: Service) -> None:
+        """Stop one server, keeping its data: ``up`` with the same ports starts it again."""
+        for service in self._services():
+            if service.name == name:
+                service.process.stop()
+
     def status(self) -> list[ServiceStatus]:
         state = self._read_state()
         result = []

@@ -19,7 +19,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from confluent_kafka.cimpl import NewTopic
@@ -66,6 +66,28 @@ def _containers() -> Iterator[Endpoints]:
         yield Endpoints(kafka.get_bootstrap_server(), es_url, KAFKA_IMAGE, _es_version(es_url))
 
 
+class ServerControl:
+    """Stops and restarts the session's servers for the outage tests (local launcher only)."""
+
+    def __init__(self, runtime: LocalRuntime | None, endpoints: Endpoints) -> None:
+        self.runtime = runtime
+        self.endpoints = endpoints
+
+    def stop(self, service: Literal["kafka", "elasticsearch"]) -> None:
+        if self.runtime is None:
+            pytest.skip("stopping a server mid-test needs the local launcher (fusion infra)")
+        self.runtime.stop_service(service)
+
+    def start(self) -> None:
+        assert self.runtime is not None
+        kafka_port = int(self.endpoints.kafka_bootstrap.rsplit(":", 1)[1])
+        es_port = int(self.endpoints.es_url.rsplit(":", 1)[1])
+        self.runtime.up(kafka_port=kafka_port, es_port=es_port)
+
+
+_RUNTIMES: list[LocalRuntime] = []
+
+
 @contextlib.contextmanager
 def _local_runtime() -> Iterator[Endpoints]:
     home = RuntimeSettings.model_validate(
@@ -74,6 +96,7 @@ def _local_runtime() -> Iterator[Endpoints]:
     # Our own state directory, so a `fusion infra up` of the user is never touched.
     state_dir = Path(tempfile.mkdtemp(prefix="test-runtime-", dir=_ensure(home)))
     runtime = LocalRuntime(home, state_dir=state_dir)
+    _RUNTIMES.append(runtime)
     try:
         yield runtime.up(kafka_port=free_port(), es_port=free_port())
     finally:
@@ -118,6 +141,11 @@ def servers(request: pytest.FixtureRequest) -> Iterator[Endpoints]:
             with capture.global_and_fixture_disabled():
                 reporter.write_line("\n" + line)
         yield endpoints
+
+
+@pytest.fixture(scope="session")
+def server_control(servers: Endpoints) -> ServerControl:
+    return ServerControl(_RUNTIMES[0] if _RUNTIMES else None, servers)
 
 
 @pytest.fixture(scope="session")

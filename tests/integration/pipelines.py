@@ -89,3 +89,51 @@ def enriched_docs(settings: Settings, config: PipelineConfig) -> dict[str, dict[
     es.indices.refresh(index=config.enriched_index)
     hits = es.search(index=config.enriched_index, size=10_000, query={"match_all": {}})
     return {hit["_id"]: hit["_source"] for hit in hits["hits"]["hits"]}
+
+
+class RunningPipeline:
+    """The pipeline's queries running in the session's SparkSession while a test acts on them.
+
+    ``wait_for`` polls a condition and fails at once if a query died, so a
+    test waits on what it expects to happen, never on a fixed sleep.
+    """
+
+    def __init__(self, spark: Any, config: PipelineConfig, metrics: Metrics | None = None) -> None:
+        self.config = config
+        self.metrics = metrics or Metrics()
+        pipeline.prepare(config)
+        everything = pipeline.select(config, None)
+        self.queries = pipeline.start(spark, config, everything, self.metrics)
+        self.watcher = pipeline.Watcher(self.queries)
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            self.watcher.check()
+            assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        for query in self.queries:
+            query.stop()
+
+    def __enter__(self) -> RunningPipeline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def write_config_file(settings: Settings, path: Path, sources: list[str], **options: Any) -> Path:
+    """A pipeline TOML file like a user would write, for tests that run `fusion` as a process."""
+    name = f"p{uuid.uuid4().hex[:10]}"
+    pipeline_lines = [f'name = "{name}"', 'key_field = "entity_id"']
+    pipeline_lines.append(f'checkpoint_dir = "{path.parent / (name + "-checkpoints")}"')
+    pipeline_lines += [f"{key} = {json.dumps(value)}" for key, value in options.items()]
+    lines = ["[pipeline]", *pipeline_lines]
+    for source in sources:
+        lines += ["[[sources]]", f'name = "{source}"', f'topic = "{name}.{source}"']
+    lines += ["[kafka]", f'bootstrap = "{settings.kafka.bootstrap}"']
+    lines += ["[elasticsearch]", f'url = "{settings.elasticsearch.url}"']
+    path.write_text("\n".join(lines) + "\n")
+    return path

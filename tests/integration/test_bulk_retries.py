@@ -9,8 +9,11 @@ import pytest
 from elastic_transport import ObjectApiResponse
 from elasticsearch import Elasticsearch
 
-from fusion.bulk import IndexingError, RetryPolicy, Target, write_documents
-from fusion.settings import Settings
+from fusion.bulk import IndexingError, Target, write_documents
+from fusion.infra.process import free_port
+from fusion.metrics import Metrics
+from fusion.retry import RetryPolicy
+from fusion.settings import ElasticsearchSettings, Settings
 from indexers.records import RawRecord, SourceRecord, parse
 
 FAST = RetryPolicy(attempts=4, initial=0.01, maximum=0.05)
@@ -74,3 +77,22 @@ def test_exhausted_retry_budget_fails_the_batch_with_a_clear_error(
     assert caught.value.pending == 3
     assert "status 429" in str(caught.value) and "resumes from its checkpoint" in str(caught.value)
     assert es.bulk_calls == FAST.attempts
+
+
+def test_an_unreachable_node_is_retried_and_then_fails_the_batch_naming_the_cause(
+    make_index: Callable[[str], str],
+) -> None:
+    nobody = ElasticsearchSettings(url=f"http://127.0.0.1:{free_port()}")
+    es = Elasticsearch(**nobody.as_client_options())
+    target = Target(make_index("down"), "indexer", "s", chunk_size=100)
+    metrics = Metrics()
+
+    with pytest.raises(IndexingError) as caught:
+        write_documents(
+            es, target, _records(2), RetryPolicy(initial=0.01, budget_seconds=1), metrics
+        )
+
+    assert "ConnectionError" in str(caught.value)
+    assert metrics.get("es.retries") >= 2
+    # The status line shows the outage while it lasts.
+    assert "Elasticsearch unavailable" in metrics.alerts()["elasticsearch"]

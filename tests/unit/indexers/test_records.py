@@ -78,7 +78,7 @@ def test_latest_record_per_key_wins() -> None:
     assert {r.key: r.doc["amount"] for r in kept} == {"A": 3, "B": 2}
 
 
-def test_bulk_actions_use_the_key_as_id_and_leave_records_alone() -> None:
+def test_bulk_actions_use_the_key_as_id_the_offset_as_version_and_leave_records_alone() -> None:
     parsed = parse(raw(b'{"txn_id": "T-9", "x": 1}'), "billing", "txn_id", 1000)
     assert isinstance(parsed, SourceRecord)
 
@@ -90,6 +90,9 @@ def test_bulk_actions_use_the_key_as_id_and_leave_records_alone() -> None:
             "_index": "hc-billing",
             "_id": "T-9",
             "_source": {"txn_id": "T-9", "x": 1},
+            # Same version on a replay rewrites; an older record can never win.
+            "version": parsed.offset + 1,
+            "version_type": "external_gte",
         }
     ]
     assert parsed.doc == {"txn_id": "T-9", "x": 1}
