@@ -27,6 +27,10 @@ def read_kafka(spark: SparkSession, config: PipelineConfig, topic: str) -> DataF
         "kafka.isolation.level": "read_committed",
         "maxOffsetsPerTrigger": str(config.pipeline.max_offsets_per_trigger),
         "failOnDataLoss": "false",
+        # A broker restart must not fail the query: keep asking for offsets, once a
+        # second, for as long as the stages retry Elasticsearch.
+        "fetchOffset.numRetries": str(int(config.pipeline.retry_budget_seconds)),
+        "fetchOffset.retryIntervalMs": "1000",
     }
     return spark.readStream.format("kafka").options(**options).load()
 
