@@ -13,10 +13,10 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from elasticsearch import Elasticsearch
+from elasticsearch import ApiError, Elasticsearch
 from elasticsearch import TransportError as ESTransportError
 
-from fusion.errors import ServiceUnavailableError
+from fusion.errors import CredentialsError, ServiceUnavailableError
 from fusion.infra.artifacts import ArtifactCache
 from fusion.settings import ElasticsearchSettings, KafkaSettings, Settings
 
@@ -70,6 +70,8 @@ def check_kafka(settings: KafkaSettings, timeout: float = 5.0) -> int:
     try:
         metadata = kafka_admin(settings).list_topics(timeout=timeout)
     except Exception as exc:
+        if "authentication" in str(exc).lower() or "sasl" in str(exc).lower():
+            raise CredentialsError("Kafka", settings.bootstrap, str(exc)) from None
         raise ServiceUnavailableError("Kafka", settings.bootstrap, str(exc)) from None
     return len(metadata.brokers)
 
@@ -78,6 +80,12 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> str:
     """The server's version; ``ServiceUnavailableError`` if it does not answer."""
     try:
         info = elasticsearch(settings).info()
+    except ApiError as exc:
+        if exc.meta.status in (401, 403):
+            raise CredentialsError(
+                "Elasticsearch", settings.url, f"HTTP {exc.meta.status}"
+            ) from None
+        raise ServiceUnavailableError("Elasticsearch", settings.url, str(exc.message)) from None
     except (ESTransportError, OSError) as exc:
         raise ServiceUnavailableError("Elasticsearch", settings.url, type(exc).__name__) from None
     return str(info["version"]["number"])

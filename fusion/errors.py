@@ -98,3 +98,20 @@ class ServiceUnavailableError(FusionError):
             f"{service} at {address} is unreachable ({detail}): start it with "
             f"`fusion infra up` or point the config/env at a running {service}"
         )
+
+
+class CredentialsError(FusionError):
+    """Kafka or Elasticsearch answered but refused the configured credentials."""
+
+    def __init__(self, service: str, address: str, detail: str) -> None:
+        self.service = service
+        self.address = address
+        settings = (
+            "[elasticsearch] api_key or username/password"
+            if service == "Elasticsearch"
+            else ("[kafka] sasl_mechanism/sasl_username/sasl_password")
+        )
+        super().__init__(
+            f"{service} at {address} refused the credentials ({detail}): check {settings} "
+            "(or their FUSION_* environment variables)"
+        )

@@ -78,9 +78,11 @@ def parse(raw: RawRecord, source: str, key_field: str, max_bytes: int) -> Source
         return dead(f"invalid JSON: {exc}")
     if not isinstance(doc, dict):
         return dead(f"not a JSON object (got {type(doc).__name__})")
-    key = doc.get(key_field)
-    if key is None:
+    if key_field not in doc:
         return dead(f"missing key field {key_field!r}")
+    key = doc[key_field]
+    if key is None:
+        return dead(f"key field {key_field!r} is null")
     if isinstance(key, bool) or not isinstance(key, str | int):
         return dead(f"key field {key_field!r} must be a string or an integer, got {key!r}")
     key_text = str(key)

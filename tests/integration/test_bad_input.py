@@ -1,0 +1,212 @@
+"""Every kind of bad input, each with its own test, against one real pipeline run.
+
+The module runs the pipeline once on good records mixed with one record of
+each bad kind, then each test checks that its record went to the dead-letter
+topic with ``{reason, source, topic, partition, offset, original}``, that the
+metrics count it, and that the good keys were enriched anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acks.contract import Ack
+from fusion import topology
+from fusion.config import PipelineConfig
+from fusion.events import ReadyEvent, now_iso, now_utc
+from fusion.generator import GenOptions, build_dataset, produce
+from fusion.infra.process import free_port
+from fusion.metrics import Metrics
+from fusion.pipeline import status_line
+from fusion.settings import Settings
+from tests.integration.pipelines import (
+    drop,
+    enriched_docs,
+    make_config,
+    read_topic,
+    run_pipeline,
+    write_config_file,
+)
+
+BIN = Path(sys.executable).parent
+MAX_BYTES = 2_000
+BAD_RECORDS = {
+    "invalid-json": b'{"entity_id": "X1", "amount": ',
+    "not-an-object": b'["entity_id", "X2"]',
+    "missing-key": b'{"amount": 12.5}',
+    "null-key": b'{"entity_id": null, "amount": 1}',
+    "wrong-type-key": b'{"entity_id": {"id": 7}, "amount": 1}',
+    "mapping-conflict": b'{"entity_id": "X3", "amount": "twelve"}',
+    "oversized": b'{"entity_id": "X4", "blob": "' + b"x" * MAX_BYTES + b'"}',
+}
+
+
+@dataclass
+class BadRun:
+    config: PipelineConfig
+    metrics: Metrics
+    dead: list[dict[str, Any]]
+    expected: dict[str, Any]
+    enriched: dict[str, Any]
+
+    def letter(self, original: bytes) -> dict[str, Any]:
+        matches = [d for d in self.dead if d["original"] == original.decode()]
+        assert len(matches) == 1, (original, [d["reason"] for d in self.dead])
+        return matches[0]
+
+
+@pytest.fixture(scope="module")
+def bad_run(
+    spark: Any, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BadRun]:
+    config = make_config(
+        settings,
+        tmp_path_factory.mktemp("bad"),
+        ["billing", "insurance"],
+        max_record_bytes=MAX_BYTES,
+    )
+    data = config.model_dump(mode="python")
+    data["sources"][0]["fields"] = {"amount": "double"}
+    config = PipelineConfig.model_validate(data)
+    good = build_dataset(config, GenOptions(keys=20, seed=4, missing_rate=0, duplicate_rate=0))
+    billing = config.topic_of(config.source("billing"))
+    bad = [(billing, name, value) for name, value in BAD_RECORDS.items()]
+    stray = Ack(
+        key="K-stray", source="pharmacy", index="elsewhere", doc_id="K-stray", seq_no=0,
+        primary_term=1, version=1, topic="pharmacy", partition=0, offset=0, acked_at=now_utc(),
+    )  # fmt: skip
+    gone = ReadyEvent(key="K-gone", sources=["billing", "insurance"], first_ack_at=now_iso(),
+                      fired_at=now_iso())  # fmt: skip
+    topology.ensure_topics(config)
+    produce(
+        config,
+        good.records
+        + bad
+        + [(config.acks_topic, stray.key, stray.to_bytes())]
+        + [(config.ready_topic, gone.key, gone.to_bytes())],
+    )
+    expected_dead = len(BAD_RECORDS) + 2
+    metrics = run_pipeline(
+        spark,
+        config,
+        done=lambda m: m.get("enricher.enriched") >= 20 and m.total(".dlq") >= expected_dead,
+    )
+    dead = [letter for _, letter in read_topic(settings, config.dlq_topic)]
+    yield BadRun(config, metrics, dead, good.expected, enriched_docs(settings, config))
+    drop(config)
+
+
+def _check_indexer_letter(run: BadRun, name: str, reason: str) -> None:
+    letter = run.letter(BAD_RECORDS[name])
+    assert reason in letter["reason"], letter["reason"]
+    assert letter["stage"] == "indexer" and letter["source"] == "billing"
+    assert letter["topic"] == run.config.topic_of(run.config.source("billing"))
+    assert letter["partition"] in (0, 1) and letter["offset"] >= 0
+    assert run.metrics.get("indexer.billing.dlq") >= 1
+
+
+def test_invalid_json(bad_run: BadRun) -> None:
+    _check_indexer_letter(bad_run, "invalid-json", "invalid JSON")
+
+
+def test_a_json_value_that_is_not_an_object(bad_run: BadRun) -> None:
+    _check_indexer_letter(bad_run, "not-an-object", "not a JSON object (got list)")
+
+
+def test_a_missing_key_field(bad_run: BadRun) -> None:
+    _check_indexer_letter(bad_run, "missing-key", "missing key field 'entity_id'")
+
+
+def test_a_null_key(bad_run: BadRun) -> None:
+    _check_indexer_letter(bad_run, "null-key", "key field 'entity_id' is null")
+
+
+def test_a_key_of_the_wrong_type(bad_run: BadRun) -> None:
+    _check_indexer_letter(bad_run, "wrong-type-key", "must be a string or an integer")
+
+
+def test_a_field_that_conflicts_with_the_mapping(bad_run: BadRun) -> None:
+    _check_indexer_letter(bad_run, "mapping-conflict", "rejected by Elasticsearch")
+    assert "amount" in bad_run.letter(BAD_RECORDS["mapping-conflict"])["reason"]
+
+
+def test_an_oversized_record(bad_run: BadRun) -> None:
+    _check_indexer_letter(bad_run, "oversized", f"exceeds the {MAX_BYTES}-byte limit")
+
+
+def test_an_ack_for_a_source_not_in_the_config(bad_run: BadRun) -> None:
+    [letter] = [d for d in bad_run.dead if d["stage"] == "counter"]
+    assert "unknown source 'pharmacy'" in letter["reason"]
+    assert letter["topic"] == bad_run.config.acks_topic and letter["key"] == "K-stray"
+    assert bad_run.metrics.get("counter.dlq") == 1
+
+
+def test_a_ready_event_whose_documents_are_gone_is_rechecked_and_reported(
+    bad_run: BadRun,
+) -> None:
+    [letter] = [d for d in bad_run.dead if d["stage"] == "enricher"]
+    assert "no longer has source(s) ['billing', 'insurance']" in letter["reason"]
+    assert letter["key"] == "K-gone" and letter["topic"] == bad_run.config.ready_topic
+    assert "K-gone" not in bad_run.enriched
+    assert bad_run.metrics.get("enricher.dlq") == 1
+
+
+def test_the_pipeline_kept_going_and_the_status_line_counts_the_dead_letters(
+    bad_run: BadRun,
+) -> None:
+    assert set(bad_run.enriched) == set(bad_run.expected)
+    assert "dlq 9" in " ".join(status_line(bad_run.metrics).split())
+    assert len(bad_run.dead) == len(BAD_RECORDS) + 2
+
+
+def test_an_unreachable_server_stops_at_start_with_one_line_and_no_secret(
+    settings: Settings, tmp_path: Path
+) -> None:
+    config_file = write_config_file(settings, tmp_path / "p.toml", ["a", "b"])
+    secret = "hunter2-do-not-print"
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "FUSION_HOME": str(settings.runtime.home),
+        "FUSION_ES_URL": f"http://127.0.0.1:{free_port()}",
+        "FUSION_ES_USERNAME": "elastic",
+        "FUSION_ES_PASSWORD": secret,
+    }
+    result = subprocess.run(
+        [BIN / "fusion", "run", "--config", str(config_file)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Elasticsearch at http://127.0.0.1:" in lines[0] and "unreachable" in lines[0]
+    assert secret not in result.stderr + result.stdout
+
+
+def test_a_bad_config_file_stops_at_start_with_one_line(tmp_path: Path) -> None:
+    config_file = tmp_path / "p.toml"
+    config_file.write_text('[pipeline]\nname = "x"\nkey_field = "id"\n[[sources]]\nname = "a"\n')
+
+    result = subprocess.run(
+        [BIN / "fusion", "run", "--config", str(config_file)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert str(config_file) in lines[0] and "sources" in lines[0]
+
+
+def test_dead_letters_are_json_with_the_documented_fields(bad_run: BadRun) -> None:
+    for letter in bad_run.dead:
+        assert {"reason", "source", "topic", "partition", "offset", "original"} <= set(letter)
+        json.dumps(letter)
