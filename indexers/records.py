@@ -25,16 +25,6 @@ class RawRecord:
     def where(self) -> tuple[str, int, int]:
         return (self.topic, self.partition, self.offset)
 
-    @property
-    def version(self) -> int:
-        """The document's external version: its Kafka offset, plus one (versions start at 1).
-
-        A key's records share a partition when they are produced keyed by the join
-        key, so a later record of the key always has a higher version, and a
-        replay of an older record can never overwrite a newer document.
-        """
-        return self.offset + 1
-
 
 @dataclass(frozen=True)
 class SourceRecord:

@@ -49,6 +49,11 @@ def _waves(config: PipelineConfig) -> tuple[Dataset, list[Any], list[Any]]:
     return data, first, second
 
 
+def _run_first_wave(run: RunningPipeline, records: list[Any]) -> None:
+    produce(run.config, records)
+    run.wait_for(lambda: run.metrics.get("enricher.enriched") == 30, 120, "the first wave")
+
+
 def _assert_nothing_lost(settings: Settings, config: PipelineConfig, data: Dataset) -> None:
     ready = Counter(key for key, _ in read_topic(settings, config.ready_topic))
     assert ready == Counter(set(data.expected)), "each key fired exactly once"
@@ -65,8 +70,7 @@ def test_elasticsearch_stopped_for_30_seconds_mid_run(
 ) -> None:
     data, first, second = _waves(config)
     with RunningPipeline(spark, config) as run:
-        produce(config, first)
-        run.wait_for(lambda: run.metrics.get("enricher.enriched") == 30, 120, "the first wave")
+        _run_first_wave(run, first)
         acks_before = run.metrics.total(".acks")
 
         server_control.stop("elasticsearch")
@@ -95,8 +99,7 @@ def test_kafka_broker_restarted_mid_run(
 ) -> None:
     data, first, second = _waves(config)
     with RunningPipeline(spark, config) as run:
-        produce(config, first)
-        run.wait_for(lambda: run.metrics.get("enricher.enriched") == 30, 120, "the first wave")
+        _run_first_wave(run, first)
 
         server_control.stop("kafka")
         server_control.start()

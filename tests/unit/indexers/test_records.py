@@ -36,7 +36,7 @@ def test_integer_keys_become_strings() -> None:
         (b"[1, 2]", "not a JSON object (got list)"),
         (b'"text"', "not a JSON object (got str)"),
         (b'{"amount": 1}', "missing key field 'txn_id'"),
-        (b'{"txn_id": null}', "missing key field 'txn_id'"),
+        (b'{"txn_id": null}', "key field 'txn_id' is null"),
         (b'{"txn_id": {"a": 1}}', "must be a string or an integer"),
         (b'{"txn_id": true}', "must be a string or an integer"),
         (b'{"txn_id": ""}', "1 to 512 bytes"),
