@@ -33,6 +33,7 @@ from fusion.errors import FusionError
 from fusion.events import dumps
 from fusion.faults import crash_point
 from fusion.metrics import Metrics
+from fusion.publisher import produce
 from fusion.settings import KafkaSettings
 
 OutRecord = tuple[str, str | None, bytes]  # topic, key, value
@@ -171,13 +172,7 @@ class BatchOutput:
             consumer.close()
 
     def _produce(self, topic: str, key: str | None, value: bytes) -> None:
-        while True:
-            try:
-                self._producer.produce(topic, key=key.encode() if key else None, value=value)
-                return
-            except BufferError:
-                # The local queue is full: let librdkafka send some, then go on.
-                self._producer.poll(0.1)
+        produce(self._producer, topic, key, value)
 
     def _commit(self) -> None:
         deadline = time.monotonic() + self.budget

@@ -9,6 +9,17 @@ from fusion.errors import FusionError
 from fusion.settings import KafkaSettings
 
 
+def produce(producer: Any, topic: str, key: str | None, value: bytes, **options: Any) -> None:
+    """``producer.produce``, waiting while librdkafka's local queue is full instead of failing."""
+    while True:
+        try:
+            producer.produce(topic, key=key.encode() if key else None, value=value, **options)
+            return
+        except BufferError:
+            # Sending faster than the broker takes: let librdkafka deliver some first.
+            producer.poll(0.1)
+
+
 class PublishError(FusionError):
     """Kafka did not confirm one or more records."""
 
@@ -31,12 +42,7 @@ class Publisher:
         self.sent = 0
 
     def send(self, topic: str, key: str | None, value: bytes) -> None:
-        self._producer.produce(
-            topic,
-            key=key.encode() if key is not None else None,
-            value=value,
-            on_delivery=self._on_delivery,
-        )
+        produce(self._producer, topic, key, value, on_delivery=self._on_delivery)
         self._topics.add(topic)
         self.sent += 1
         # Serve delivery callbacks so the local queue never fills up.

@@ -65,3 +65,19 @@ def test_read_committed_sees_only_committed_transactions(
     values = _consume_all(settings, topic, expected=3, timeout=8)
 
     assert values == [b"committed-1", b"committed-2"]
+
+
+def test_publisher_waits_when_its_local_queue_is_full(
+    settings: Settings, make_topic: Callable[..., str]
+) -> None:
+    from fusion.publisher import Publisher
+
+    topic = make_topic("full")
+    # 100k messages is librdkafka's default queue; a 400k-record benchmark overran it.
+    publisher = Publisher(settings.kafka, {"queue.buffering.max.messages": 10})
+
+    for i in range(500):
+        publisher.send(topic, str(i), b"v%d" % i)
+    publisher.flush()
+
+    assert sorted(_consume_all(settings, topic, 500)) == sorted(b"v%d" % i for i in range(500))
