@@ -25,8 +25,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from elastic_transport import ConnectionError as ESConnectionError
-from elastic_transport import ConnectionTimeout
 from elasticsearch import Elasticsearch, helpers
 
 from fusion.errors import FusionError
@@ -146,12 +144,10 @@ def _send(
         raise_on_exception=False,
         max_retries=0,
     )
-    try:
-        for record, (ok, item) in zip(records, outcomes, strict=False):
-            last_error = _settle(target, record, ok, item, pending, result) or last_error
-    except (ESConnectionError, ConnectionTimeout) as exc:
-        # Items settled before the connection broke stay settled.
-        last_error = f"{type(exc).__name__}: {exc}"
+    # A broken connection raises out of here; call_with_retries retries it, and the
+    # items settled before it stay settled (they left ``pending``).
+    for record, (ok, item) in zip(records, outcomes, strict=True):
+        last_error = _settle(target, record, ok, item, pending, result) or last_error
     if pending:
         raise Transient(last_error)
 

@@ -26,10 +26,9 @@ from fusion import lookups
 from fusion.bulk import Target, write_documents
 from fusion.config import PipelineConfig
 from fusion.enricher import build_enriched, enriched_version, missing_sources
-from fusion.events import DeadLetter, ReadyEvent, dumps, now_iso, now_utc
+from fusion.events import DeadLetter, ReadyEvent, now_iso, now_utc
 from fusion.faults import crash_point
 from fusion.metrics import Metrics
-from fusion.output import OutRecord
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 
 if TYPE_CHECKING:
@@ -94,11 +93,7 @@ class EnrichBatch(BatchStage):
         written = write_documents(self.es, self.target, enriched, self.retry, self.metrics)
         crash_point("enricher.after_write")
         dead.extend(written.dead)
-        out: list[OutRecord] = [
-            (self.config.enriched_topic, item.record.key, dumps(item.record.doc))
-            for item in written.confirmed
-        ]
-        out += [(self.config.dlq_topic, letter.key, letter.to_bytes()) for letter in dead]
+        out = self.enriched_records(written.confirmed) + self.dlq_records(dead)
         if not self.output.publish(batch_id, out):
             return
         self.metrics.add("enricher.ready", len(ready))

@@ -109,7 +109,7 @@ class CredentialsError(FusionError):
         settings = (
             "[elasticsearch] api_key or username/password"
             if service == "Elasticsearch"
-            else ("[kafka] sasl_mechanism/sasl_username/sasl_password")
+            else "[kafka] sasl_mechanism/sasl_username/sasl_password"
         )
         super().__init__(
             f"{service} at {address} refused the credentials ({detail}): check {settings} "

@@ -24,9 +24,8 @@ from fusion.bulk import Confirmed, Target, write_documents
 from fusion.config import PipelineConfig, SourceConfig
 from fusion.enricher import FoundDoc, build_enriched, enriched_version
 from fusion.enricher_query import EnrichedDoc
-from fusion.events import DeadLetter, dumps, now_iso
+from fusion.events import DeadLetter, now_iso
 from fusion.metrics import Metrics
-from fusion.output import OutRecord
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 from indexers.records import RawRecord, SourceRecord, parse
 
@@ -88,14 +87,7 @@ class NaiveBatch(BatchStage):
             self.retry,
             self.metrics,
         )
-        out: list[OutRecord] = [
-            (self.config.enriched_topic, item.record.key, dumps(item.record.doc))
-            for item in written.confirmed
-        ]
-        out += [
-            (self.config.dlq_topic, letter.key, letter.to_bytes())
-            for letter in [*dead, *written.dead]
-        ]
+        out = self.enriched_records(written.confirmed) + self.dlq_records(dead + written.dead)
         if not self.output.publish(batch_id, out):
             return
         self.metrics.add("enricher.enriched", len(written.confirmed))

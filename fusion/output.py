@@ -29,12 +29,12 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from fusion import clients
+from fusion.config import PipelineConfig
 from fusion.errors import FusionError
 from fusion.events import dumps
 from fusion.faults import crash_point
 from fusion.metrics import Metrics
 from fusion.publisher import produce
-from fusion.settings import KafkaSettings
 
 OutRecord = tuple[str, str | None, bytes]  # topic, key, value
 KAFKA_ALERT = "kafka"
@@ -70,23 +70,15 @@ def checkpoint_query_id(checkpoint: Path) -> str:
 class BatchOutput:
     """Writes each micro-batch's records exactly once (see the module docstring)."""
 
-    def __init__(
-        self,
-        settings: KafkaSettings,
-        transactional_id: str,
-        markers_topic: str,
-        checkpoint: Path,
-        metrics: Metrics,
-        budget_seconds: float = 300.0,
-        stage: str = "output",
-    ) -> None:
+    def __init__(self, config: PipelineConfig, stage: str, metrics: Metrics) -> None:
+        """Output of ``stage``, whose checkpoint is ``<checkpoint_dir>/<stage>``."""
         self.stage = stage
-        self.settings = settings
-        self.transactional_id = transactional_id
-        self.markers_topic = markers_topic
-        self.checkpoint = checkpoint
+        self.settings = config.kafka
+        self.transactional_id = f"fusion-{config.name}-{stage}"
+        self.markers_topic = config.markers_topic
+        self.checkpoint = config.checkpoint_dir / stage
         self.metrics = metrics
-        self.budget = budget_seconds
+        self.budget = config.pipeline.retry_budget_seconds
         self._producer: Any = None
         self._marker_key = ""
         self.committed = -1
@@ -104,13 +96,12 @@ class BatchOutput:
         if batch_id <= self.committed:
             self.metrics.add("output.replays_skipped")
             return False
-        producer = self._producer
         try:
-            producer.begin_transaction()
+            self._producer.begin_transaction()
             for topic, key, value in records:
-                self._produce(topic, key, value)
+                produce(self._producer, topic, key, value)
             marker = {"query": self._marker_key, "batch_id": batch_id}
-            self._produce(self.markers_topic, self._marker_key, dumps(marker))
+            produce(self._producer, self.markers_topic, self._marker_key, dumps(marker))
             crash_point(f"{self.stage}.before_commit")
             self._commit()
         except KafkaException as exc:
@@ -170,9 +161,6 @@ class BatchOutput:
             return last
         finally:
             consumer.close()
-
-    def _produce(self, topic: str, key: str | None, value: bytes) -> None:
-        produce(self._producer, topic, key, value)
 
     def _commit(self) -> None:
         deadline = time.monotonic() + self.budget

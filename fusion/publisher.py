@@ -13,7 +13,9 @@ def produce(producer: Any, topic: str, key: str | None, value: bytes, **options:
     """``producer.produce``, waiting while librdkafka's local queue is full instead of failing."""
     while True:
         try:
-            producer.produce(topic, key=key.encode() if key else None, value=value, **options)
+            producer.produce(
+                topic, key=key.encode() if key is not None else None, value=value, **options
+            )
             return
         except BufferError:
             # Sending faster than the broker takes: let librdkafka deliver some first.

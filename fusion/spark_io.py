@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from fusion import clients
+from fusion.bulk import Confirmed
 from fusion.config import PipelineConfig
+from fusion.events import DeadLetter, dumps
 from fusion.metrics import Metrics
-from fusion.output import BatchOutput
+from fusion.output import BatchOutput, OutRecord
 from fusion.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -60,16 +63,16 @@ class BatchStage:
         self.name = name
         self.checkpoint = config.checkpoint_dir / name
         self.es = clients.elasticsearch(config.elasticsearch)
-        self.output = BatchOutput(
-            config.kafka,
-            f"fusion-{config.name}-{name}",
-            config.markers_topic,
-            self.checkpoint,
-            metrics,
-            config.pipeline.retry_budget_seconds,
-            stage=name,
-        )
+        self.output = BatchOutput(config, name, metrics)
         self.retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+
+    def dlq_records(self, letters: Iterable[DeadLetter]) -> list[OutRecord]:
+        return [(self.config.dlq_topic, letter.key, letter.to_bytes()) for letter in letters]
+
+    def enriched_records(self, confirmed: Iterable[Confirmed]) -> list[OutRecord]:
+        """The enriched topic's records for documents Elasticsearch confirmed."""
+        topic = self.config.enriched_topic
+        return [(topic, item.record.key, dumps(item.record.doc)) for item in confirmed]
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         raise NotImplementedError

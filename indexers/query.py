@@ -72,7 +72,7 @@ class IndexBatch(BatchStage):
         )
         crash_point("indexer.after_bulk")
         dead.extend(written.dead)
-        out = [(self.config.dlq_topic, letter.key, letter.to_bytes()) for letter in dead]
+        out = self.dlq_records(dead)
         out += ack_records(self.config.acks_topic, self._acks(written.confirmed))
         if not self.output.publish(batch_id, out):
             return
