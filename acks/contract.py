@@ -6,7 +6,7 @@ An indexer publishes one ack per document that Elasticsearch confirmed after a
     {"key": "T-1", "source": "billing", "index": "healthcare-billing", "doc_id": "T-1",
      "seq_no": 3, "primary_term": 1, "version": 2,
      "topic": "billing", "partition": 0, "offset": 41,
-     "acked_at": "2026-11-21T10:00:00.123456Z"}
+     "acked_at": "2026-11-21T10:00:00.123456Z", "digest": "9f2c4e1a0b7d3e55"}
 
 This module owns the schema, the (de)serialisation and the validation; the
 counter reads acks with :data:`ACK_SPARK_SCHEMA`.
@@ -46,6 +46,8 @@ class Ack(BaseModel):
     partition: int = Field(ge=0)
     offset: int = Field(ge=0)
     acked_at: datetime
+    # Hash of the document's content: tells the counter a real change from a re-sent duplicate.
+    digest: str | None = None
 
     @field_serializer("acked_at")
     def _utc(self, value: datetime) -> str:
@@ -68,5 +70,5 @@ class Ack(BaseModel):
 ACK_SPARK_SCHEMA = (
     "key STRING, source STRING, index STRING, doc_id STRING, seq_no BIGINT, "
     "primary_term BIGINT, version BIGINT, topic STRING, partition INT, offset BIGINT, "
-    "acked_at STRING"
+    "acked_at STRING, digest STRING"
 )

@@ -213,7 +213,7 @@ def run_counter_only(spark: Any, config: PipelineConfig, dataset: Dataset) -> di
     seconds = sum(p["durationMs"]["triggerExecution"] for p in batches) / 1000
     topology.delete_all(config)
     return {
-        "operator": config.pipeline.counter,
+        "operator": "transformWithState",
         "acks": rows,
         "fired": metrics.get("counter.fired"),
         "seconds": round(seconds, 3),

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from fusion.settings import Settings
 
@@ -34,10 +34,15 @@ FieldType = Literal[
 LookupMode = Literal["batched", "per-source"]
 # "naive" exists for the benchmark: N-1 lookups per arriving record instead of a counter.
 PipelineMode = Literal["counted", "naive"]
-# The counter's Spark operator: transformWithState (Row-based) or applyInPandasWithState.
-CounterImpl = Literal["transform-with-state", "pandas-state"]
+# What a key whose deadline passed with required sources missing leaves behind:
+# an incomplete event only, or also a partial enriched document ("complete": false).
+OnTimeout = Literal["incomplete", "partial"]
+# What a change to an already-enriched key's source does: rewrite its enriched document, or not.
+OnUpdate = Literal["reenrich", "ignore"]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -50,6 +55,23 @@ def _check_name(value: str) -> str:
     return value
 
 
+def parse_duration(value: object) -> float | None:
+    """``"90s"``, ``"10m"``, ``"2h"``, ``"7d"``, ``"250ms"`` or a number of seconds, as seconds."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        seconds = value
+    else:
+        match = _DURATION.match(str(value))
+        if match is None:
+            raise ValueError(f'{value!r} is not a duration; write e.g. "90s", "10m", "2h" or "7d"')
+        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+    if seconds is not None and seconds <= 0:
+        raise ValueError(f"{value!r} must be a positive duration")
+    return None if seconds is None else float(seconds)
+
+
+Duration = Annotated[float | None, BeforeValidator(parse_duration)]
+
+
 class SourceConfig(BaseModel):
     """One partial stream: its topic, its index and the mapping hints for its fields."""
 
@@ -59,6 +81,9 @@ class SourceConfig(BaseModel):
     topic: str | None = None
     index: str | None = None
     fields: dict[str, FieldType] = Field(default_factory=dict)
+    # Override the pipeline's defaults for this source (None: use [pipeline]'s).
+    required: bool | None = None
+    timeout: Duration = None
 
     _valid_name = field_validator("name")(_check_name)
 
@@ -79,7 +104,8 @@ class PipelineSection(BaseModel):
     checkpoint_dir: Path | None = None
     topic_partitions: int = Field(default=2, ge=1)
     mode: PipelineMode = "counted"
-    counter: CounterImpl = "transform-with-state"
+    incomplete_topic: str | None = None
+    updates_topic: str | None = None
     lookup: LookupMode = "batched"
     mget_chunk: int = Field(default=1000, ge=1, le=10_000)
     # One bulk request per micro-batch in the common case: refresh=wait_for then
@@ -93,6 +119,16 @@ class PipelineSection(BaseModel):
     max_record_bytes: int = Field(default=1024 * 1024, ge=1)
     # How long a stage retries an unreachable Elasticsearch or Kafka before its query fails.
     retry_budget_seconds: float = Field(default=300.0, gt=0)
+    # Key lifecycle (processing time, from the key's first ack): sources are
+    # required unless marked otherwise; with a timeout a key that still misses a
+    # required source is reported incomplete; without one it waits (up to state_ttl).
+    required: bool = True
+    timeout: Duration = None
+    on_timeout: OnTimeout = "incomplete"
+    on_update: OnUpdate = "reenrich"
+    # How long the counter remembers a key after its last change: fired keys
+    # watch for updates, expired ones for a late source, for this long.
+    state_ttl: Duration = 7 * 86400.0
 
     _valid_name = field_validator("name")(_check_name)
 
@@ -119,6 +155,32 @@ class PipelineConfig(Settings):
                 raise ValueError(f"duplicate source name {source.name!r}")
             seen.add(source.name)
         return sources
+
+    @model_validator(mode="after")
+    def _check_lifecycle(self) -> PipelineConfig:
+        if not self.required_sources:
+            raise ValueError("at least one source must be required (required = true)")
+        ttl = self.pipeline.state_ttl
+        longest = max((t for t in self.timeouts.values() if t is not None), default=0.0)
+        if ttl is not None and longest >= ttl:
+            raise ValueError(
+                f"state_ttl ({ttl:g} s) must be longer than the longest timeout ({longest:g} s), "
+                "or keys would be forgotten before their deadline"
+            )
+        return self
+
+    @property
+    def required_sources(self) -> tuple[str, ...]:
+        default = self.pipeline.required
+        return tuple(
+            s.name for s in self.sources if (s.required if s.required is not None else default)
+        )
+
+    @property
+    def timeouts(self) -> dict[str, float | None]:
+        """Each source's completion timeout in seconds (None: wait as long as state lives)."""
+        default = self.pipeline.timeout
+        return {s.name: s.timeout if s.timeout is not None else default for s in self.sources}
 
     @property
     def max_record_bytes(self) -> int:
@@ -165,6 +227,14 @@ class PipelineConfig(Settings):
         return self.pipeline.dlq_topic or f"{self.name}.dlq"
 
     @property
+    def incomplete_topic(self) -> str:
+        return self.pipeline.incomplete_topic or f"{self.name}.incomplete"
+
+    @property
+    def updates_topic(self) -> str:
+        return self.pipeline.updates_topic or f"{self.name}.updated"
+
+    @property
     def markers_topic(self) -> str:
         """Compacted topic of the last committed batch id per query (see :mod:`fusion.output`)."""
         return self.pipeline.markers_topic or f"{self.name}.markers"
@@ -189,5 +259,7 @@ class PipelineConfig(Settings):
             self.ready_topic,
             self.enriched_topic,
             self.dlq_topic,
+            self.incomplete_topic,
+            self.updates_topic,
             self.markers_topic,
         ]

@@ -1,31 +1,47 @@
 """The counter query: Spark keyed state over the ack topic, one ready event per complete key.
 
 The acks are grouped by join key into ``transformWithState`` (RocksDB state
-store, checkpointed). Its processor keeps each key's :class:`KeyState` and
-applies :func:`fusion.counter.decide`; it emits ``ready`` rows for keys that
-just completed and ``dead`` rows for acks it rejected. A foreachBatch sink
-then publishes, per micro-batch and in one Kafka transaction with the batch
-id marker (:mod:`fusion.output`), the dead rows to the DLQ topic and the
-ready events to the ready topic, keyed by join key.
+store, checkpointed, processing-time timers). Its processor keeps each key's
+:class:`~fusion.counter.KeyState` and applies :func:`fusion.counter.decide` to
+new acks and :func:`fusion.counter.on_deadline` to expired timers. It emits a
+row per event: ``ready``, ``updated``, ``incomplete``, ``dead`` (a rejected
+ack) and ``new`` (a key seen for the first time, for the status line). A
+foreachBatch sink then publishes each micro-batch's events in one Kafka
+transaction with the batch id marker (:mod:`fusion.output`), keyed by join key.
 
 Spark commits the state and the input offsets of a batch only after that
 transaction committed. A crash before the commit replays the batch from the
-same state, so it computes the same fires; if the transaction had committed,
-the marker says so and the replay publishes nothing. A read_committed reader
-of the ready topic therefore sees each complete key exactly once.
+same state with the same batch timestamp, so it computes the same events; if
+the transaction had committed, the marker says so and the replay publishes
+nothing. A read_committed reader of the ready topic therefore sees each key
+fire once.
+
+A key's state lives ``state_ttl`` after its last change (Spark's state TTL),
+then goes: fired and expired keys do not accumulate.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from acks.contract import ACK_SPARK_SCHEMA
 from fusion.config import PipelineConfig
-from fusion.counter import AckSeen, KeyState, decide
-from fusion.events import DeadLetter, ReadyEvent, now_iso
+from fusion.counter import (
+    STATE_SCHEMA,
+    AckSeen,
+    Decision,
+    KeyState,
+    Now,
+    Rules,
+    decide,
+    on_deadline,
+)
+from fusion.events import DeadLetter, ReadyEvent, iso_utc
 from fusion.metrics import Metrics
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 
@@ -33,109 +49,86 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-STATE_SCHEMA = "seen ARRAY<STRING>, first_ack_at STRING, fired_at STRING"
 OUTPUT_SCHEMA = (
-    "kind STRING, key STRING, sources ARRAY<STRING>, first_ack_at STRING, fired_at STRING, "
-    "reason STRING, raw STRING, topic STRING, partition INT, offset BIGINT"
+    "kind STRING, key STRING, event STRING, reason STRING, raw STRING, topic STRING, "
+    "partition INT, offset BIGINT"
 )
 
 
 class AckCounter(StatefulProcessor):
-    """Spark's side of the counter: state I/O around :func:`fusion.counter.decide`."""
+    """Spark's side of the counter: state and timer I/O around the pure decisions."""
 
-    def __init__(self, sources: list[str]) -> None:
-        self.sources = frozenset(sources)
+    def __init__(self, rules: Rules, ttl_ms: int | None) -> None:
+        self.rules = rules
+        self.ttl_ms = ttl_ms
 
     def init(self, handle: Any) -> None:
-        self.state = handle.getValueState("key_state", STATE_SCHEMA)
+        self.handle = handle
+        self.state = handle.getValueState("key_state", STATE_SCHEMA, self.ttl_ms)
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        before = self._load()
+        acks = [
+            AckSeen(
+                r.source, r.acked_at, r.raw, r.topic, r.partition, r.offset, r.version, r.digest
+            )
+            for r in rows
+        ]
+        decision = decide(key[0], before, acks, self.rules, _now(timerValues))
+        yield from self._apply(key[0], before, decision)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: Any, expiredTimerInfo: Any
+    ) -> Iterator[Any]:
+        before = self._load()
+        decision = on_deadline(key[0], before, self.rules, _now(timerValues))
+        yield from self._apply(key[0], before, decision)
+
+    def _load(self) -> KeyState | None:
+        stored = self.state.get()  # one round trip to the state server, None for a new key
+        return None if stored is None else KeyState.from_row(tuple(stored))
+
+    def _apply(self, key: str, before: KeyState | None, decision: Decision) -> Iterator[Any]:
         from pyspark.sql import Row
 
-        join_key = key[0]
-        before = None
-        stored = self.state.get()  # one round trip to the state server, None for a new key
-        if stored is not None:
-            seen, first, fired = stored
-            before = KeyState(frozenset(seen), first, fired)
-        acks = [AckSeen(r.source, r.acked_at, r.raw, r.topic, r.partition, r.offset) for r in rows]
-        decision = decide(join_key, before, acks, self.sources, now_iso())
-        after = decision.state
-        if after is not None and after != before:
-            self.state.update((sorted(after.seen), after.first_ack_at, after.fired_at))
+        if decision.delete_timer is not None:
+            self.handle.deleteTimer(decision.delete_timer)
+        if decision.register_timer is not None:
+            self.handle.registerTimer(decision.register_timer)
+        if decision.state is not None and decision.state != before:
+            self.state.update(decision.state.to_row())
+
+        def row(kind: str, event: str | None = None, **dead: Any) -> Any:
+            fields = {"reason": None, "raw": None, "topic": None, "partition": None, "offset": None}
+            return Row(kind=kind, key=key, event=event, **(fields | dead))
+
         if decision.new_key:
-            # Lets the sink count keys, so the status line can show the pending ones.
-            yield Row(
-                kind="new", key=join_key, sources=None, first_ack_at=None, fired_at=None,
-                reason=None, raw=None, topic=None, partition=None, offset=None,
-            )  # fmt: skip
-        if decision.ready is not None:
-            ready = decision.ready
-            yield Row(
-                kind="ready", key=join_key, sources=ready.sources,
-                first_ack_at=ready.first_ack_at, fired_at=ready.fired_at,
-                reason=None, raw=None, topic=None, partition=None, offset=None,
-            )  # fmt: skip
+            yield row("new")  # lets the sink count keys, for the pending count
+        for event in decision.events:
+            kind = event.kind if isinstance(event, ReadyEvent) else "incomplete"
+            yield row(kind, event.model_dump_json())
         for ack, reason in decision.rejected:
-            yield Row(
-                kind="dead", key=join_key, sources=None, first_ack_at=None, fired_at=None,
-                reason=reason, raw=ack.raw, topic=ack.topic, partition=ack.partition,
+            yield row(
+                "dead",
+                reason=reason,
+                raw=ack.raw,
+                topic=ack.topic,
+                partition=ack.partition,
                 offset=ack.offset,
-            )  # fmt: skip
+            )
 
     def close(self) -> None:
         pass
 
 
-PANDAS_STATE_SCHEMA = "seen STRING, first_ack_at STRING, fired_at STRING"
-_OUTPUT_COLUMNS = [
-    "kind", "key", "sources", "first_ack_at", "fired_at", "reason", "raw", "topic", "partition",
-    "offset",
-]  # fmt: skip
-
-
-def count_with_pandas_state(sources: frozenset[str]) -> Any:
-    """The same decision as :class:`AckCounter`, for ``applyInPandasWithState``.
-
-    Spark ships each key's state with its rows (Arrow), so a key costs no round
-    trip to a state server; the seen sources are stored comma-joined.
-    """
-
-    def count(key: tuple[str], frames: Iterator[Any], state: Any) -> Iterator[Any]:
-        import pandas as pd
-
-        join_key = key[0]
-        before = None
-        if state.exists:
-            seen, first, fired = state.get
-            before = KeyState(frozenset(seen.split(",")), first, fired)
-        acks = [
-            AckSeen(r.source, r.acked_at, r.raw, r.topic, r.partition, r.offset)
-            for frame in frames
-            for r in frame.itertuples(index=False)
-        ]
-        decision = decide(join_key, before, acks, sources, now_iso())
-        after = decision.state
-        if after is not None and after != before:
-            state.update((",".join(sorted(after.seen)), after.first_ack_at, after.fired_at))
-        rows: list[tuple[Any, ...]] = []
-        if decision.new_key:
-            rows.append(("new", join_key, None, None, None, None, None, None, None, None))
-        if decision.ready is not None:
-            ready = decision.ready
-            rows.append(("ready", join_key, ready.sources, ready.first_ack_at, ready.fired_at,
-                         None, None, None, None, None))  # fmt: skip
-        for ack, reason in decision.rejected:
-            rows.append(("dead", join_key, None, None, None, reason, ack.raw, ack.topic,
-                         ack.partition, ack.offset))  # fmt: skip
-        if rows:
-            yield pd.DataFrame(rows, columns=_OUTPUT_COLUMNS)
-
-    return count
+def _now(timer_values: Any) -> Now:
+    # The batch's timestamp, not the wall clock: a replayed batch decides the same.
+    ms = int(timer_values.getCurrentProcessingTimeInMs())
+    return Now(iso_utc(datetime.fromtimestamp(ms / 1000, UTC)), ms)
 
 
 class PublishCounterOutput(BatchStage):
-    """foreachBatch sink of the counter: dead letters and ready events, exactly once."""
+    """foreachBatch sink of the counter: every event of a batch, exactly once."""
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
         super().__init__(config, metrics, "counter")
@@ -144,22 +137,26 @@ class PublishCounterOutput(BatchStage):
         rows = batch.collect()
         if not rows:
             return
-        dead = [r for r in rows if r.kind == "dead"]
-        ready = [r for r in rows if r.kind == "ready"]
-        out = [(self.config.dlq_topic, row.key or None, _dead_letter(row)) for row in dead]
-        for row in ready:
-            event = ReadyEvent(
-                key=row.key,
-                sources=list(row.sources),
-                first_ack_at=row.first_ack_at,
-                fired_at=row.fired_at,
-            )
-            out.append((self.config.ready_topic, event.key, event.to_bytes()))
+        topics = {
+            "ready": self.config.ready_topic,
+            "updated": self.config.updates_topic,
+            "incomplete": self.config.incomplete_topic,
+        }
+        out = [
+            (self.config.dlq_topic, r.key or None, _dead_letter(r))
+            if r.kind == "dead"
+            else (topics[r.kind], r.key, r.event.encode())
+            for r in rows
+            if r.kind != "new"
+        ]
         if not self.output.publish(batch_id, out):
             return
-        self.metrics.add("counter.dlq", len(dead))
-        self.metrics.add("counter.fired", len(ready))
-        self.metrics.add("counter.keys", sum(1 for r in rows if r.kind == "new"))
+        kinds = Counter(r.kind for r in rows)
+        self.metrics.add("counter.dlq", kinds["dead"])
+        self.metrics.add("counter.fired", kinds["ready"])
+        self.metrics.add("counter.updated", kinds["updated"])
+        self.metrics.add("counter.incomplete", kinds["incomplete"])
+        self.metrics.add("counter.keys", kinds["new"])
 
 
 def _dead_letter(row: Any) -> bytes:
@@ -175,7 +172,7 @@ def _dead_letter(row: Any) -> bytes:
 
 
 def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
-    """The ack topic as rows of (k, source, acked_at, raw, topic, partition, offset)."""
+    """The ack topic as rows of the fields the counter reads, plus where each ack came from."""
     from pyspark.sql import functions as F
 
     stream = read_kafka(spark, config, config.acks_topic)
@@ -185,6 +182,8 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
         F.coalesce(ack["key"], F.col("key").cast("string"), F.lit("")).alias("k"),
         ack["source"].alias("source"),
         ack["acked_at"].alias("acked_at"),
+        ack["version"].alias("version"),
+        ack["digest"].alias("digest"),
         F.col("value").cast("string").alias("raw"),
         "topic",
         "partition",
@@ -193,20 +192,16 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
 
 
 def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
-    grouped = parsed_acks(spark, config).groupBy("k")
-    if config.pipeline.counter == "pandas-state":
-        counted = grouped.applyInPandasWithState(
-            count_with_pandas_state(frozenset(config.source_names)),
-            outputStructType=OUTPUT_SCHEMA,
-            stateStructType=PANDAS_STATE_SCHEMA,
-            outputMode="Append",
-            timeoutConf="NoTimeout",
-        )
-    else:
-        counted = grouped.transformWithState(
-            statefulProcessor=AckCounter(list(config.source_names)),
+    ttl = config.pipeline.state_ttl
+    processor = AckCounter(Rules.of(config), None if ttl is None else int(ttl * 1000))
+    counted = (
+        parsed_acks(spark, config)
+        .groupBy("k")
+        .transformWithState(
+            statefulProcessor=processor,
             outputStructType=OUTPUT_SCHEMA,
             outputMode="Append",
-            timeMode="None",
+            timeMode="ProcessingTime",
         )
+    )
     return start_foreach_batch(counted, PublishCounterOutput(config, metrics))

@@ -4,8 +4,11 @@ Shape, with ``_id`` = key in the enriched index::
 
     {"<key_field>": key,
      "<source>": {...that source's record...},        # one entry per source
-     "fusion": {"fired_at": ..., "enriched_at": ...,
+     "fusion": {"fired_at": ..., "enriched_at": ..., "complete": true, "missing": [],
                 "versions": {"<source>": <ES _version of that document>}}}
+
+A partial document (``on_timeout = "partial"``) has ``"complete": false`` and
+names the required sources it lacks in ``missing``.
 """
 
 from __future__ import annotations
@@ -34,14 +37,20 @@ def build_enriched(
     found: Mapping[str, FoundDoc],
     fired_at: str,
     enriched_at: str,
+    missing: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The enriched document; the source documents are copied, never modified."""
+    """The enriched document; the source documents are copied, never modified.
+
+    ``missing``: required sources the document lacks (a partial document).
+    """
     doc: dict[str, Any] = {key_field: key}
     for name in sorted(found):
         doc[name] = copy.deepcopy(found[name].source)
     doc["fusion"] = {
         "fired_at": fired_at,
         "enriched_at": enriched_at,
+        "complete": not missing,
+        "missing": sorted(missing),
         "versions": {name: found[name].version for name in sorted(found)},
     }
     return doc

@@ -95,7 +95,13 @@ def _encode_original(value: bytes | None) -> tuple[str | None, Literal["utf-8", 
 
 
 class ReadyEvent(BaseModel):
-    """All N sources of ``key`` are searchable: the counter fired, once."""
+    """The counter's word that a key's sources are searchable and can be enriched.
+
+    ``kind`` is ``ready`` (on the ready topic, once per key: every source, or
+    every required one once the deadline passed) or ``updated`` (on the updates
+    topic: a source of an already fired key changed or arrived late).
+    ``versions`` are the source versions the counter had seen.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -103,6 +109,24 @@ class ReadyEvent(BaseModel):
     sources: list[str]
     first_ack_at: str
     fired_at: str
+    kind: Literal["ready", "updated"] = "ready"
+    versions: dict[str, int] = {}
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json().encode()
+
+
+class IncompleteEvent(BaseModel):
+    """A key's deadline passed while required sources were still missing (incomplete topic)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    present: list[str]
+    missing: list[str]
+    first_ack_at: str
+    expired_at: str
+    versions: dict[str, int] = {}
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()

@@ -18,14 +18,14 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 
-def read_kafka(spark: SparkSession, config: PipelineConfig, topic: str) -> DataFrame:
-    """A streaming read of ``topic``: committed records only (``read_committed``), from the start.
+def read_kafka(spark: SparkSession, config: PipelineConfig, *topics: str) -> DataFrame:
+    """A streaming read of ``topics``: committed records only (``read_committed``), from the start.
 
     ``failOnDataLoss`` is off so that a topic whose old records retention already
     deleted does not stop the pipeline; ``fusion reconcile`` covers such gaps.
     """
     options = config.kafka.as_spark_options() | {
-        "subscribe": topic,
+        "subscribe": ",".join(topics),
         "startingOffsets": "earliest",
         "kafka.isolation.level": "read_committed",
         "maxOffsetsPerTrigger": str(config.pipeline.max_offsets_per_trigger),

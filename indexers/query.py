@@ -30,7 +30,7 @@ from fusion.events import DeadLetter, now_utc
 from fusion.faults import crash_point
 from fusion.metrics import Metrics
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
-from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
+from indexers.records import RawRecord, SourceRecord, content_digest, latest_per_key, parse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -99,6 +99,7 @@ class IndexBatch(BatchStage):
                 partition=partition,
                 offset=offset,
                 acked_at=acked_at,
+                digest=content_digest(item.record.doc),
             )
 
 

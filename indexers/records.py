@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -97,3 +98,9 @@ def latest_per_key(records: Iterable[SourceRecord]) -> list[SourceRecord]:
         ):
             latest[record.key] = record
     return list(latest.values())
+
+
+def content_digest(doc: dict[str, Any]) -> str:
+    """A short hash of a document's content, independent of key order and whitespace."""
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from fusion.cli import load_config
 from fusion.config import PipelineConfig
@@ -90,3 +92,43 @@ def test_cli_loads_a_pipeline_or_plain_settings(tmp_path: Path) -> None:
 
     assert isinstance(load_config(pipeline_file), PipelineConfig)
     assert not isinstance(load_config(settings_file), PipelineConfig)
+
+
+def test_lifecycle_settings_parse_durations_and_per_source_overrides() -> None:
+    config = lifecycle_config(
+        {"timeout": "10m", "state_ttl": "2d", "on_timeout": "partial"},
+        {"required": False, "timeout": "90s"},
+    )
+
+    assert config.timeouts == {"billing": 600.0, "notes": 90.0}
+    assert config.required_sources == ("billing",)
+    assert config.pipeline.state_ttl == 2 * 86400
+    assert config.pipeline.on_timeout == "partial"
+    assert config.incomplete_topic == "life.incomplete"
+    assert config.updates_topic == "life.updated"
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "needle"),
+    [
+        ({"timeout": "soon"}, "is not a duration"),
+        ({"timeout": "0s"}, "positive duration"),
+        ({"timeout": "2h", "state_ttl": "1h"}, "state_ttl (3600 s) must be longer"),
+        ({"required": False}, "at least one source must be required"),
+        ({"on_update": "merge"}, "on_update"),
+    ],
+)
+def test_bad_lifecycle_settings_are_rejected(pipeline: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ValidationError) as error:
+        lifecycle_config(pipeline, {})
+
+    assert needle in str(error.value)
+
+
+def lifecycle_config(pipeline: dict[str, Any], notes: dict[str, Any]) -> PipelineConfig:
+    return PipelineConfig.model_validate(
+        {
+            "pipeline": {"name": "life", "key_field": "id"} | pipeline,
+            "sources": [{"name": "billing"}, {"name": "notes"} | notes],
+        }
+    )

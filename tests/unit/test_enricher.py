@@ -20,9 +20,21 @@ def test_enriched_document_shape() -> None:
         "fusion": {
             "fired_at": "2026-01-01T00:00:00Z",
             "enriched_at": "2026-01-01T00:00:01Z",
+            "complete": True,
+            "missing": [],
             "versions": {"billing": 1, "insurance": 3},
         },
     }
+
+
+def test_a_partial_document_says_what_it_lacks() -> None:
+    found = {"billing": FoundDoc({"txn_id": "T-1", "amount": 12.5}, 4)}
+
+    doc = build_enriched("txn_id", "T-1", found, "a", "b", missing=["treatment", "insurance"])
+
+    assert doc["fusion"]["complete"] is False
+    assert doc["fusion"]["missing"] == ["insurance", "treatment"]
+    assert "insurance" not in doc
 
 
 def test_source_documents_are_copied_not_shared() -> None:

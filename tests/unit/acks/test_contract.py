@@ -9,7 +9,7 @@ from acks.contract import Ack, AckError
 
 FIELDS = {
     "key", "source", "index", "doc_id", "seq_no", "primary_term", "version",
-    "topic", "partition", "offset", "acked_at",
+    "topic", "partition", "offset", "acked_at", "digest",
 }  # fmt: skip
 
 
