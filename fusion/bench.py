@@ -42,6 +42,7 @@ from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
 from fusion.metrics import Metrics, percentiles
 from fusion.publisher import Publisher
 from fusion.settings import Settings
+from fusion.status import consumer_lag
 
 Mode = Literal["naive", "counted", "batched"]
 MODES: tuple[Mode, ...] = ("naive", "counted", "batched")
@@ -204,8 +205,9 @@ def run_counter_only(spark: Any, config: PipelineConfig, dataset: Dataset) -> di
     metrics = Metrics()
     (query,) = pipeline.start(spark, config, pipeline.select(config, "counter"), metrics)
     try:
-        # Returns once every produced ack went through a committed micro-batch.
-        query.processAllAvailable()
+        # Every produced ack went through a committed micro-batch. (Not
+        # processAllAvailable: the counter's timers keep scheduling batches.)
+        pipeline.wait_until(lambda: consumer_lag(config, "counter")["counter"] == 0, [query])
         batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
     finally:
         query.stop()

@@ -117,6 +117,19 @@ def _parser() -> argparse.ArgumentParser:
         help="expected join, JSON lines (default: ./<pipeline>-expected.jsonl)",
     )
 
+    explain = command("explain", "why a key is enriched, or not", _explain)
+    explain.add_argument("key", help="the join key")
+    explain.add_argument("--json", action="store_true", help="the report as JSON")
+
+    status = command("status", "per stage: counts, consumer lag, pending keys, latency", _status)
+    status.add_argument("--json", action="store_true", help="the status as JSON")
+    status.add_argument(
+        "--no-state", action="store_true", help="skip reading the counter's state (no Spark)"
+    )
+
+    recon = command("reconcile", "enrich keys complete in ES, not enriched", _reconcile)
+    recon.add_argument("--json", action="store_true", help="the report as JSON")
+
     command("spark-submit-args", "print --jars and the entry script for spark-submit", _submit_args)
 
     bench = command("bench", "naive vs counted vs batched on the same data, vs the floor", _bench)
@@ -247,6 +260,66 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
         f"({len(dataset.expected):,} complete, {len(dataset.missing):,} missing a source); "
         f"expected join in {expected}"
     )
+    return 0
+
+
+def _explain(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion import explain
+
+    config = _pipeline(settings)
+    clients.check_elasticsearch(config.elasticsearch)
+    with err.status("reading Elasticsearch and the counter's state"):
+        spark = clients.spark_session(config, app_name=f"fusion-explain-{config.name}")
+        report = explain.explain(config, explain.gather(spark, config, args.key))
+    if args.json:
+        out.print_json(json.dumps(report))
+    else:
+        out.print(escape(explain.render(report)), soft_wrap=True)
+    return 0
+
+
+def _status(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion import status
+
+    config = _pipeline(settings)
+    clients.check_kafka(config.kafka)
+    with err.status("reading metrics, offsets and the counter's state"):
+        spark = None
+        if not args.no_state:
+            spark = clients.spark_session(config, app_name=f"fusion-status-{config.name}")
+        report = status.build(config, status.gather(spark, config))
+    if args.json:
+        out.print_json(json.dumps(report))
+    else:
+        out.print(escape(status.render(report)), soft_wrap=True)
+    return 0
+
+
+def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion import reconcile
+
+    config = _pipeline(settings)
+    clients.check_kafka(config.kafka)
+    clients.check_elasticsearch(config.elasticsearch)
+    topology.ensure_topics(config)
+    with err.status("scanning the source indexes") as spinner:
+
+        def progress(report: reconcile.Report) -> None:
+            spinner.update(
+                f"scanned {report.scanned:,} keys, {report.complete:,} complete; "
+                f"enriched {report.enriched:,} of {report.planned:,}"
+            )
+
+        report = reconcile.reconcile(config, progress)
+    if args.json:
+        out.print_json(json.dumps(asdict(report)))
+    else:
+        resumed = " (resumed an unfinished run)" if report.resumed else ""
+        out.print(
+            f"scanned {report.scanned:,} keys: {report.complete:,} complete, "
+            f"{report.up_to_date:,} already enriched; enriched {report.enriched:,} of "
+            f"{report.planned:,} planned{resumed}, {report.dead_letters:,} dead letters"
+        )
     return 0
 
 

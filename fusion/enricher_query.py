@@ -51,10 +51,10 @@ class EnrichedDoc:
 
 
 class EnrichBatch(BatchStage):
-    """The foreachBatch handler of the enricher (runs in the driver)."""
+    """The foreachBatch handler of the enricher (runs in the driver; `fusion reconcile` too)."""
 
-    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        super().__init__(config, metrics, "enricher")
+    def __init__(self, config: PipelineConfig, metrics: Metrics, stage: str = "enricher") -> None:
+        super().__init__(config, metrics, stage)
         self.target = Target(
             config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False
         )

@@ -115,6 +115,23 @@ class Watcher:
         return time.monotonic() - self.last_input
 
 
+def wait_until(
+    condition: Callable[[], bool],
+    queries: list[StreamingQuery],
+    timeout: float | None = None,
+    what: str = "the condition",
+    poll: float = 0.2,
+) -> None:
+    """Block until ``condition()`` holds; fail at once if a query died, or after ``timeout`` s."""
+    watcher = Watcher(queries)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not condition():
+        watcher.check()
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout:.0f} s for {what}")
+        time.sleep(poll)
+
+
 def run_until(
     queries: list[StreamingQuery],
     stop_when_idle: float | None,

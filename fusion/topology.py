@@ -91,9 +91,18 @@ def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
 
 def delete_all(config: PipelineConfig) -> None:
     """Delete the pipeline's topics, indexes and checkpoints (the demo starts afresh)."""
+    delete_topics(config, config.all_topics())
+    es = clients.elasticsearch(config.elasticsearch)
+    indexes = [config.index_of(s) for s in config.sources] + [config.enriched_index]
+    es.options(ignore_status=404).indices.delete(index=",".join(indexes))
+    shutil.rmtree(config.checkpoint_dir, ignore_errors=True)
+
+
+def delete_topics(config: PipelineConfig, topics: list[str]) -> None:
+    """Delete ``topics`` (those that exist) and wait until the broker no longer lists them."""
     admin = clients.kafka_admin(config.kafka)
     existing = set(admin.list_topics(timeout=15).topics)
-    doomed = [t for t in dict.fromkeys(config.all_topics()) if t in existing]
+    doomed = [t for t in dict.fromkeys(topics) if t in existing]
     if doomed:
         for future in admin.delete_topics(doomed, operation_timeout=30).values():
             future.result(timeout=60)
@@ -103,7 +112,3 @@ def delete_all(config: PipelineConfig) -> None:
             if time.monotonic() > deadline:
                 raise TopologyError("fresh topics", f"{doomed} are still being deleted")
             time.sleep(0.2)
-    es = clients.elasticsearch(config.elasticsearch)
-    indexes = [config.index_of(s) for s in config.sources] + [config.enriched_index]
-    es.options(ignore_status=404).indices.delete(index=",".join(indexes))
-    shutil.rmtree(config.checkpoint_dir, ignore_errors=True)

@@ -104,14 +104,9 @@ class RunningPipeline:
         pipeline.prepare(config)
         everything = pipeline.select(config, None)
         self.queries = pipeline.start(spark, config, everything, self.metrics)
-        self.watcher = pipeline.Watcher(self.queries)
 
     def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            self.watcher.check()
-            assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
-            time.sleep(0.2)
+        pipeline.wait_until(condition, self.queries, timeout, what)
 
     def stop(self) -> None:
         for query in self.queries:
