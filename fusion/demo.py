@@ -5,7 +5,7 @@
 3. generate 14,000 keys x 4 sources, shuffled, with duplicates and a few keys
    missing a source, and produce them;
 4. run every query until each complete key is enriched;
-5. print the summary and one enriched document.
+5. print the summary, one enriched document and ``fusion status``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 
-from fusion import clients, pipeline, topology
+from fusion import clients, pipeline, status, topology
 from fusion.config import PipelineConfig
 from fusion.generator import GenOptions, build_dataset, produce
 from fusion.infra.runtime import Endpoints
@@ -71,7 +72,8 @@ def _report(
     enriched = result["enriched"]
     out.print(f"\n[bold]keys enriched[/]            {enriched:,} of {want:,} complete keys")
     out.print(
-        f"[bold]incomplete keys waiting[/]  {result['pending_keys']:,} (generated {incomplete:,})"
+        f"[bold]incomplete keys waiting[/]  {result['pending_keys'] + result['incomplete']:,} "
+        f"(generated {incomplete:,})"
     )
     requests = f"{result['es_requests']:,} requests, lookup mode {config.pipeline.lookup}"
     out.print(f"[bold]ES lookups per key[/]       {result['es_requests_per_key']} ({requests})")
@@ -84,6 +86,10 @@ def _report(
     if hits:
         out.print("\none enriched document:")
         out.print_json(json.dumps(hits[0]["_source"]))
+    spark = clients.spark_session(config)
+    report = status.build(config, status.gather(spark, config, metrics.snapshot()))
+    out.print("\n[bold]fusion status[/]")
+    out.print(escape(status.render(report)), soft_wrap=True)
     out.print(
         f"\nmore: curl -s '{config.elasticsearch.url}/{config.enriched_index}/_search?pretty'"
         f"   (or fusion run --config {DEFAULT_CONFIG} to keep the pipeline running)"

@@ -156,14 +156,29 @@ def run_until(
             query.stop()
 
 
+def pending_keys(metrics: Metrics) -> int:
+    """Keys seen but neither fired nor expired in this run (a late fire may follow an expiry)."""
+    done = metrics.get("counter.fired") + metrics.get("counter.incomplete")
+    return max(0, metrics.get("counter.keys") - done)
+
+
 def status_line(metrics: Metrics) -> str:
-    keys, fired = metrics.get("counter.keys"), metrics.get("counter.fired")
-    line = (
-        f"indexed {metrics.total('.indexed'):,}  acks {metrics.total('.acks'):,}  "
-        f"pending keys {keys - fired:,}  fired {fired:,}  "
-        f"enriched {metrics.get('enricher.enriched'):,}  dlq {metrics.total('.dlq'):,}  "
-        f"ES lookups {metrics.get('enricher.es_requests'):,}"
-    )
+    parts = [
+        f"indexed {metrics.total('.indexed'):,}",
+        f"acks {metrics.total('.acks'):,}",
+        f"pending keys {pending_keys(metrics):,}",
+        f"fired {metrics.get('counter.fired'):,}",
+    ]
+    # Lifecycle events only show once they happen: most runs have none.
+    for name in ("incomplete", "updated"):
+        if count := metrics.get(f"counter.{name}"):
+            parts.append(f"{name} {count:,}")
+    parts += [
+        f"enriched {metrics.get('enricher.enriched'):,}",
+        f"dlq {metrics.total('.dlq'):,}",
+        f"ES lookups {metrics.get('enricher.es_requests'):,}",
+    ]
+    line = "  ".join(parts)
     # An outage being retried is news: it goes first.
     alerts = [f"[{message}]" for message in metrics.alerts().values()]
     return "  ".join([*alerts, line])
@@ -175,7 +190,9 @@ def summary(metrics: Metrics) -> dict[str, Any]:
     return {
         "enriched": enriched,
         "fired": metrics.get("counter.fired"),
-        "pending_keys": metrics.get("counter.keys") - metrics.get("counter.fired"),
+        "pending_keys": pending_keys(metrics),
+        "incomplete": metrics.get("counter.incomplete"),
+        "updated": metrics.get("counter.updated"),
         "dead_letters": metrics.total(".dlq"),
         "es_requests": requests,
         "es_requests_per_key": round(requests / enriched, 4) if enriched else None,
