@@ -13,6 +13,10 @@ A pipeline file is a settings file (see :mod:`fusion.settings`) plus a
 
     [[sources]]
     name = "insurance"
+    required = false        # optional: waited for until the deadline only
+
+The key lifecycle settings (``timeout``, ``on_timeout``, ``on_update``,
+``state_ttl``) are durations like ``"20s"``, ``"10m"``, ``"7d"``.
 
 Names of indexes, topics and the checkpoint directory derive from the pipeline
 name unless set explicitly.
