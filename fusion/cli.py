@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -263,6 +263,16 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _print_report(
+    report: dict[str, Any], render: Callable[[dict[str, Any]], str], as_json: bool
+) -> int:
+    if as_json:
+        out.print_json(json.dumps(report))
+    else:
+        out.print(escape(render(report)), soft_wrap=True)
+    return 0
+
+
 def _explain(args: argparse.Namespace, settings: Settings) -> int:
     from fusion import explain
 
@@ -271,11 +281,7 @@ def _explain(args: argparse.Namespace, settings: Settings) -> int:
     with err.status("reading Elasticsearch and the counter's state"):
         spark = clients.spark_session(config, app_name=f"fusion-explain-{config.name}")
         report = explain.explain(config, explain.gather(spark, config, args.key))
-    if args.json:
-        out.print_json(json.dumps(report))
-    else:
-        out.print(escape(explain.render(report)), soft_wrap=True)
-    return 0
+    return _print_report(report, explain.render, args.json)
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
@@ -288,11 +294,7 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         if not args.no_state:
             spark = clients.spark_session(config, app_name=f"fusion-status-{config.name}")
         report = status.build(config, status.gather(spark, config))
-    if args.json:
-        out.print_json(json.dumps(report))
-    else:
-        out.print(escape(status.render(report)), soft_wrap=True)
-    return 0
+    return _print_report(report, status.render, args.json)
 
 
 def _reconcile(args: argparse.Namespace, settings: Settings) -> int:

@@ -117,11 +117,16 @@ class KeyState:
         )
 
 
-# The state's Spark schema, in :meth:`KeyState.to_row` order.
-STATE_SCHEMA = (
-    "seen STRING, first_ack_at STRING, started_ms BIGINT, fired_at STRING, expired_at STRING, "
-    "deadline_ms BIGINT"
+# The state's Spark columns, in :meth:`KeyState.to_row` order.
+STATE_COLUMNS = (
+    ("seen", "STRING"),
+    ("first_ack_at", "STRING"),
+    ("started_ms", "BIGINT"),
+    ("fired_at", "STRING"),
+    ("expired_at", "STRING"),
+    ("deadline_ms", "BIGINT"),
 )
+STATE_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in STATE_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -190,7 +195,7 @@ def decide(
         return replace(decision, rejected=rejected)
     events: list[Event] = []
     if changed and rules.on_update == "reenrich":
-        events.append(_ready(key, after, rules, now, "updated"))
+        events.append(_ready(key, after, now, "updated"))
     return Decision(after, events, rejected)
 
 
@@ -251,9 +256,7 @@ def _fire_or_wait(key: str, state: KeyState, rules: Rules, now: Now, new_key: bo
 
 def _fire(key: str, state: KeyState, rules: Rules, now: Now) -> Decision:
     fired = replace(state, fired_at=now.iso, deadline_ms=None)
-    return Decision(
-        fired, [_ready(key, fired, rules, now, "ready")], delete_timer=state.deadline_ms
-    )
+    return Decision(fired, [_ready(key, fired, now, "ready")], delete_timer=state.deadline_ms)
 
 
 def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
@@ -265,9 +268,7 @@ def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
     return Decision(replace(state, deadline_ms=at), register_timer=at)
 
 
-def _ready(
-    key: str, state: KeyState, rules: Rules, now: Now, kind: Literal["ready", "updated"]
-) -> ReadyEvent:
+def _ready(key: str, state: KeyState, now: Now, kind: Literal["ready", "updated"]) -> ReadyEvent:
     return ReadyEvent(
         key=key,
         sources=sorted(state.seen),

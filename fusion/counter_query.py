@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
@@ -41,7 +40,7 @@ from fusion.counter import (
     decide,
     on_deadline,
 )
-from fusion.events import DeadLetter, ReadyEvent, iso_utc
+from fusion.events import DeadLetter, ReadyEvent, iso_from_ms
 from fusion.metrics import Metrics
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
 
@@ -124,7 +123,7 @@ class AckCounter(StatefulProcessor):
 def _now(timer_values: Any) -> Now:
     # The batch's timestamp, not the wall clock: a replayed batch decides the same.
     ms = int(timer_values.getCurrentProcessingTimeInMs())
-    return Now(iso_utc(datetime.fromtimestamp(ms / 1000, UTC)), ms)
+    return Now(iso_from_ms(ms), ms)
 
 
 class PublishCounterOutput(BatchStage):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fusion.config import PipelineConfig
-from fusion.counter import KeyState
+from fusion.counter import STATE_COLUMNS, KeyState
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -59,5 +59,4 @@ def all_states(spark: SparkSession, config: PipelineConfig) -> Iterator[KeyState
 
 
 def _to_state(row: object) -> KeyState:
-    fields = ("seen", "first_ack_at", "started_ms", "fired_at", "expired_at", "deadline_ms")
-    return KeyState.from_row(tuple(getattr(row, name) for name in fields))
+    return KeyState.from_row(tuple(getattr(row, name) for name, _ in STATE_COLUMNS))

@@ -81,10 +81,11 @@ class EnrichBatch(BatchStage):
         crash_point("enricher.after_lookup")
         enriched: list[EnrichedDoc] = []
         enriched_at = now_iso()
+        required = self.config.required_sources
         for key, want in wanted.items():
             docs = found[key]
             self.metrics.add("enricher.docs_fetched", len(docs))
-            missing = missing_sources(docs, self.config.required_sources)
+            missing = missing_sources(docs, required)
             if (missing and not want.partial) or not docs:
                 gone = missing or list(self.config.source_names)
                 reason = f"{want.kind}, but Elasticsearch no longer has source(s) {gone} for key"

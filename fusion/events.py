@@ -22,6 +22,11 @@ def iso_utc(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def iso_from_ms(ms: int) -> str:
+    """Epoch milliseconds (Spark's processing time, timers) as ISO-8601 UTC."""
+    return iso_utc(datetime.fromtimestamp(ms / 1000, UTC))
+
+
 def now_utc() -> datetime:
     return datetime.now(UTC)
 

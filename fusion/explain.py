@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from elasticsearch import NotFoundError
@@ -21,7 +20,7 @@ from fusion.config import PipelineConfig
 from fusion.counter import KeyState, Rules, deadline_of
 from fusion.counter_state import has_state, key_state
 from fusion.enricher import FoundDoc
-from fusion.events import iso_utc
+from fusion.events import iso_from_ms
 from fusion.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -55,7 +54,8 @@ def gather(spark: SparkSession, config: PipelineConfig, key: str) -> Evidence:
 def explain(config: PipelineConfig, ev: Evidence) -> dict[str, Any]:
     """The report of one key: a verdict, a sentence saying why, and the facts behind it."""
     rules = Rules.of(config)
-    verdict, why = _verdict(config, rules, ev)
+    enriched = _enriched(ev)
+    verdict, why = _verdict(config, rules, ev, enriched)
     return {
         "key": ev.key,
         "pipeline": config.name,
@@ -63,7 +63,7 @@ def explain(config: PipelineConfig, ev: Evidence) -> dict[str, Any]:
         "why": why,
         "sources": {name: _source(config, ev, name) for name in config.source_names},
         "counter": _counter(rules, ev),
-        "enriched": _enriched(ev),
+        "enriched": enriched,
     }
 
 
@@ -111,19 +111,20 @@ def _enriched(ev: Evidence) -> dict[str, Any] | None:
     }
 
 
-def _verdict(config: PipelineConfig, rules: Rules, ev: Evidence) -> tuple[str, str]:
+def _verdict(
+    config: PipelineConfig, rules: Rules, ev: Evidence, enriched: Mapping[str, Any] | None
+) -> tuple[str, str]:
     state, docs = ev.state, ev.docs
     missing_in_es = [s for s in config.required_sources if s not in docs]
-    if ev.enriched is not None:
-        meta = ev.enriched.get("fusion", {})
-        if meta.get("complete", True):
-            if meta.get("versions") != {n: d.version for n, d in docs.items()}:
+    if enriched is not None:
+        if enriched["complete"]:
+            if not enriched["up_to_date"]:
                 return "enriched", (
                     "enriched, but from older source versions than Elasticsearch holds now: "
                     "an update is on its way (or run `fusion reconcile`)"
                 )
             return "enriched", "every required source was joined into the enriched document"
-        return "partial", f"partial document: deadline passed without {meta.get('missing')}"
+        return "partial", f"partial document: deadline passed without {enriched['missing']}"
     if state is not None:
         if state.fired:
             return "fired", f"fired at {state.fired_at}; the enricher has not written it yet"
@@ -147,7 +148,7 @@ def _verdict(config: PipelineConfig, rules: Rules, ev: Evidence) -> tuple[str, s
 
 
 def _iso(ms: int | None) -> str | None:
-    return None if not ms else iso_utc(datetime.fromtimestamp(ms / 1000, UTC))
+    return iso_from_ms(ms) if ms else None
 
 
 def render(report: Mapping[str, Any]) -> str:

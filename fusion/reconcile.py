@@ -91,23 +91,22 @@ def _scan(
     es: Elasticsearch, config: PipelineConfig, report: Report, progress: Progress | None
 ) -> Iterator[str]:
     first = config.source(config.required_sources[0])
+    # Every source, then the enriched document ("" names it) of each key.
+    targets = [(config.index_of(s), s.name) for s in config.sources]
+    targets.append((config.enriched_index, ""))
     for ids in _pages(es, config.index_of(first)):
-        targets = [(config.index_of(s), s.name) for s in config.sources]
-        targets.append((config.enriched_index, ""))
         docs = [
             {"_index": index, "_id": key, "_source": False} for key in ids for index, _ in targets
         ]
-        hits = iter(es.mget(docs=docs)["docs"])
-        for key in ids:
-            versions: dict[str, int] = {}
-            enriched: int | None = None
-            for _, name in targets:
-                hit = next(hits)
-                if hit.get("found"):
-                    if name:
-                        versions[name] = hit["_version"]
-                    else:
-                        enriched = hit["_version"]
+        hits = es.mget(docs=docs)["docs"]
+        for i, key in enumerate(ids):
+            row = hits[i * len(targets) : (i + 1) * len(targets)]
+            versions = {
+                name: hit["_version"]
+                for (_, name), hit in zip(targets, row, strict=True)
+                if hit.get("found")
+            }
+            enriched = versions.pop("", None)
             report.scanned += 1
             complete = all(n in versions for n in config.required_sources)
             report.complete += complete

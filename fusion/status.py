@@ -27,6 +27,7 @@ from fusion import clients
 from fusion.config import PipelineConfig
 from fusion.counter import KeyState, Rules
 from fusion.counter_state import all_states
+from fusion.enricher_query import input_topics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,8 +53,6 @@ def gather(
 
 def stage_inputs(config: PipelineConfig) -> dict[str, list[str]]:
     """Each query's checkpoint name and the topics it reads."""
-    from fusion.enricher_query import input_topics
-
     stages = {f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources}
     return stages | {"counter": [config.acks_topic], "enricher": input_topics(config)}
 

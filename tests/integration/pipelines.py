@@ -48,6 +48,14 @@ def run_pipeline(
     return metrics
 
 
+def source_record(
+    config: PipelineConfig, source: str, key: str, **fields: Any
+) -> tuple[str, str, bytes]:
+    """One source record for ``produce``: ``{"entity_id": key, **fields}`` on its topic."""
+    value = json.dumps({"entity_id": key, **fields}).encode()
+    return (config.topic_of(config.source(source)), key, value)
+
+
 def drop(config: PipelineConfig) -> None:
     topology.delete_all(config)
 

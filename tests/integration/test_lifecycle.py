@@ -15,7 +15,6 @@ test checks one part of it:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from tests.integration.pipelines import (
     enriched_docs,
     make_config,
     read_topic,
+    source_record,
 )
 
 
@@ -50,11 +50,6 @@ class Story:
     enriched_topic: list[tuple[str | None, Any]]
     explained: dict[str, dict[str, Any]]
     status: dict[str, Any]
-
-
-def record(config: PipelineConfig, source: str, key: str, **fields: Any) -> tuple[str, str, bytes]:
-    value = json.dumps({"entity_id": key, **fields}).encode()
-    return (config.topic_of(config.source(source)), key, value)
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +71,11 @@ def story(
     config = PipelineConfig.model_validate(data)
     both = ["billing", "insurance"]
     first_wave = [
-        *(record(config, s, "C1", amount=1) for s in ["billing", "insurance", "notes"]),
-        *(record(config, s, "O1", amount=2) for s in both),
-        record(config, "billing", "E1", amount=3),
-        record(config, "billing", "L1", amount=4),
-        *(record(config, s, "U1", amount=5) for s in ["billing", "insurance", "notes"]),
+        *(source_record(config, s, "C1", amount=1) for s in ["billing", "insurance", "notes"]),
+        *(source_record(config, s, "O1", amount=2) for s in both),
+        source_record(config, "billing", "E1", amount=3),
+        source_record(config, "billing", "L1", amount=4),
+        *(source_record(config, s, "U1", amount=5) for s in ["billing", "insurance", "notes"]),
     ]
     try:
         with RunningPipeline(spark, config) as run:
@@ -99,9 +94,9 @@ def story(
             produce(
                 config,
                 [
-                    record(config, "insurance", "L1", amount=4),  # late, after L1's deadline
-                    record(config, "billing", "U1", amount=50),  # changed content
-                    record(config, "insurance", "U1", amount=5),  # re-sent, unchanged
+                    source_record(config, "insurance", "L1", amount=4),  # late, after L1's deadline
+                    source_record(config, "billing", "U1", amount=50),  # changed content
+                    source_record(config, "insurance", "U1", amount=5),  # re-sent, unchanged
                 ],
             )
             run.wait_for(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,14 @@ from fusion import topology
 from fusion.generator import produce
 from fusion.reconcile import reconcile
 from fusion.settings import Settings
-from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
+from tests.integration.pipelines import (
+    drop,
+    enriched_docs,
+    make_config,
+    read_topic,
+    run_pipeline,
+    source_record,
+)
 
 
 def test_reconcile_enriches_exactly_the_keys_whose_acks_were_lost(
@@ -20,11 +26,7 @@ def test_reconcile_enriches_exactly_the_keys_whose_acks_were_lost(
     config = make_config(settings, tmp_path, ["billing", "insurance"])
 
     def records(keys: list[str], sources: list[str]) -> list[tuple[str, str, bytes]]:
-        return [
-            (config.topic_of(config.source(s)), k, json.dumps({"entity_id": k, "n": 1}).encode())
-            for k in keys
-            for s in sources
-        ]
+        return [source_record(config, s, k, n=1) for k in keys for s in sources]
 
     joined = [f"A{i}" for i in range(10)]  # enriched by the pipeline
     lost = [f"B{i}" for i in range(8)]  # indexed, then their acks are gone
