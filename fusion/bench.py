@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -34,15 +36,15 @@ from elasticsearch import Elasticsearch, helpers
 
 from acks.contract import Ack
 from fusion import clients, pipeline, topology
+from fusion.bench_process import PipelineProcess
 from fusion.config import PipelineConfig
 from fusion.enricher import FoundDoc, build_enriched
 from fusion.events import now_iso, now_utc
 from fusion.generator import Dataset, GenOptions, build_dataset
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
-from fusion.metrics import Metrics, percentiles
+from fusion.metrics import percentiles
 from fusion.publisher import Publisher
 from fusion.settings import Settings
-from fusion.status import consumer_lag
 
 Mode = Literal["naive", "counted", "batched"]
 MODES: tuple[Mode, ...] = ("naive", "counted", "batched")
@@ -65,6 +67,8 @@ class BenchOptions:
     runs: int = 1
     # Records per second to produce at; 0 sends everything at once (a burst).
     rate: float = 0.0
+    # Records per micro-batch and query (the pipeline's default when None).
+    max_offsets: int | None = None
 
 
 @dataclass
@@ -72,7 +76,8 @@ class ModeResult:
     mode: str
     keys: int
     sources: int
-    es_requests: int
+    es_requests: int  # lookups: GETs and _mget requests
+    bulk_requests: int  # bulk writes, source and enriched documents alike
     requests_per_key: float
     wasted_requests: int
     docs_fetched: int
@@ -81,60 +86,72 @@ class ModeResult:
     latency_p50: float | None
     latency_p95: float | None
     latency_p99: float | None
+    latency_min: float | None
+    latency_count: int
+    driver_python_peak_mb: int | None = None
+    driver_jvm_peak_mb: int | None = None
     ratio_to_floor: float | None = None
     counters: dict[str, int] = field(default_factory=dict)
 
 
-def bench_config(settings: Settings, mode: Mode, sources: int, tag: str) -> PipelineConfig:
-    """A pipeline of ``sources`` sources, named for one mode of one run, on fresh topics."""
+def bench_config(settings: Settings, mode: Mode, options: BenchOptions, tag: str) -> PipelineConfig:
+    """A pipeline of ``options.sources`` sources, named for one mode of one run, on fresh topics."""
+    sources = options.sources
     names = SOURCE_NAMES[:sources] if sources <= len(SOURCE_NAMES) else [
         f"s{i}" for i in range(1, sources + 1)
     ]  # fmt: skip
     name = f"bench-{mode}-{tag}"
     data = settings.model_dump(mode="python")
     data["pipeline"] = {"name": name, "key_field": "txn_id", **_PIPELINE[mode]}
+    if options.max_offsets:
+        data["pipeline"]["max_offsets_per_trigger"] = options.max_offsets
     data["sources"] = [{"name": n, "topic": f"{name}.{n}"} for n in names]
     return PipelineConfig.model_validate(data)
 
 
 def run_mode(
-    spark: Any, config: PipelineConfig, dataset: Dataset, mode: Mode, rate: float = 0.0
+    config: PipelineConfig, dataset: Dataset, mode: Mode, rate: float, workdir: Path
 ) -> ModeResult:
-    """Run one mode over ``dataset`` on fresh topics and indexes; measure it."""
+    """Run one mode over ``dataset`` on fresh topics and indexes, in its own process; measure it."""
     topology.delete_all(config)
     pipeline.prepare(config)
-    metrics = Metrics()
-    queries = pipeline.start(spark, config, pipeline.select(config, None), metrics)
     keys = len(dataset.expected)
-    try:
-        _wait_started(queries)
+    es = clients.elasticsearch(config.elasticsearch)
+    with PipelineProcess(config, workdir) as run:
+        run.wait_started()
         first_send, last_send = _produce_timed(config, dataset, rate)
-        pipeline.run_until(queries, 120.0, done=lambda: metrics.get("enricher.enriched") >= keys)
-    finally:
-        for query in queries:
-            query.stop()
-    enriched_at = _enriched_times(clients.elasticsearch(config.elasticsearch), config)
+        while _count(es, config.enriched_index) < keys:
+            run.check()
+            time.sleep(0.5)
+        summary = run.stop()
+    counts: dict[str, int] = summary["counters"]
+    enriched_at = _enriched_times(es, config)
     if len(enriched_at) < keys:
         raise RuntimeError(f"{mode}: only {len(enriched_at)} of {keys} keys were enriched")
     wall = max(enriched_at.values()) - first_send
     latencies = sorted(enriched_at[k] - last_send[k] for k in dataset.expected)
     spread = percentiles(latencies)
-    requests = metrics.get("enricher.es_requests")
+    requests = counts.get("enricher.es_requests", 0)
     topology.delete_all(config)
     return ModeResult(
         mode=mode,
         keys=keys,
         sources=len(config.sources),
         es_requests=requests,
+        bulk_requests=sum(v for k, v in counts.items() if k.endswith("bulk_requests")),
         requests_per_key=round(requests / keys, 4),
-        wasted_requests=metrics.get("naive.wasted"),
-        docs_fetched=metrics.get("enricher.docs_fetched"),
+        wasted_requests=counts.get("naive.wasted", 0),
+        docs_fetched=counts.get("enricher.docs_fetched", 0),
         wall_seconds=round(wall, 3),
         keys_per_second=round(keys / wall, 1),
         latency_p50=_round(spread["p50"]),
         latency_p95=_round(spread["p95"]),
         latency_p99=_round(spread["p99"]),
-        counters=metrics.snapshot()["counters"],
+        latency_min=_round(latencies[0]) if latencies else None,
+        latency_count=len(latencies),
+        driver_python_peak_mb=counts.get("driver.python_peak_mb"),
+        driver_jvm_peak_mb=counts.get("driver.jvm_peak_mb"),
+        counters=counts,
     )
 
 
@@ -142,16 +159,9 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _wait_started(queries: list[Any], timeout: float = 120.0) -> None:
-    """Wait until every query finished its first (empty) trigger, so start-up is not measured."""
-    deadline = time.monotonic() + timeout
-    while any(q.lastProgress is None for q in queries):
-        for query in queries:
-            if not query.isActive:
-                raise RuntimeError(f"query {query.name} stopped: {query.exception()}")
-        if time.monotonic() > deadline:
-            raise RuntimeError("queries did not start within 120 s")
-        time.sleep(0.1)
+def _count(es: Elasticsearch, index: str) -> int:
+    found = es.options(ignore_status=404).count(index=index)
+    return int(found.get("count", 0))
 
 
 def _produce_timed(
@@ -184,11 +194,12 @@ def _enriched_times(es: Elasticsearch, config: PipelineConfig) -> dict[str, floa
     return times
 
 
-def run_counter_only(spark: Any, config: PipelineConfig, dataset: Dataset) -> dict[str, Any]:
+def run_counter_only(config: PipelineConfig, dataset: Dataset, workdir: Path) -> dict[str, Any]:
     """The counter alone over one ack per record: acks per second of Spark processing time.
 
     The acks are produced first; the time is the sum of the counter's
-    micro-batch durations, so query start-up and idle triggers do not count.
+    micro-batch durations (Spark's own), so query start-up and idle triggers
+    do not count.
     """
     topology.delete_all(config)
     pipeline.prepare(config)
@@ -202,22 +213,17 @@ def run_counter_only(spark: Any, config: PipelineConfig, dataset: Dataset) -> di
         )  # fmt: skip
         publisher.send(config.acks_topic, key, ack.to_bytes())
     publisher.flush()
-    metrics = Metrics()
-    (query,) = pipeline.start(spark, config, pipeline.select(config, "counter"), metrics)
-    try:
-        # Every produced ack went through a committed micro-batch. (Not
-        # processAllAvailable: the counter's timers keep scheduling batches.)
-        pipeline.wait_until(lambda: consumer_lag(config, "counter")["counter"] == 0, [query])
-        batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
-    finally:
-        query.stop()
-    rows = sum(p["numInputRows"] for p in batches)
-    seconds = sum(p["durationMs"]["triggerExecution"] for p in batches) / 1000
+    # It stops by itself once it read every ack and saw none for 3 s: by then
+    # Spark has reported the progress of each batch that read acks.
+    with PipelineProcess(config, workdir, only="counter", stop_when_idle=3) as run:
+        counts: dict[str, int] = run.finish()["counters"]
+    rows = counts.get("input.counter", 0)
+    seconds = counts.get("busy_ms.counter", 0) / 1000
     topology.delete_all(config)
     return {
         "operator": "transformWithState",
         "acks": rows,
-        "fired": metrics.get("counter.fired"),
+        "fired": counts.get("counter.fired", 0),
         "seconds": round(seconds, 3),
         "acks_per_second": round(rows / seconds) if seconds else 0,
     }
@@ -257,31 +263,32 @@ def run_floor(settings: Settings, dataset: Dataset, config: PipelineConfig) -> f
 
 def run_bench(
     settings: Settings,
-    spark: Any,
     options: BenchOptions,
     on_step: Callable[[str], None] = lambda _: None,
+    workdir: Path | None = None,
 ) -> dict[str, Any]:
-    """Every mode ``options.runs`` times, plus the floor; the best run of each is reported."""
+    """Every mode ``options.runs`` times, plus the floor; each reports its median run."""
     tag = uuid.uuid4().hex[:6]
-    base = bench_config(settings, "batched", options.sources, tag)
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="fusion-bench-"))
+    base = bench_config(settings, "batched", options, tag)
     gen = GenOptions(keys=options.keys, seed=options.seed, duplicate_rate=0, missing_rate=0)
     dataset = build_dataset(base, gen)
     floors = []
-    results: dict[str, ModeResult] = {}
+    runs: dict[str, list[ModeResult]] = {mode: [] for mode in options.modes}
     for run in range(options.runs):
         on_step(f"run {run + 1}/{options.runs}: floor (bulk from Python)")
         floors.append(run_floor(settings, dataset, base))
         for mode in options.modes:
             on_step(f"run {run + 1}/{options.runs}: {mode} mode, {options.keys:,} keys")
-            config = bench_config(settings, mode, options.sources, f"{tag}{run}")
+            config = bench_config(settings, mode, options, f"{tag}{run}")
             # Same seed, same records; only the topic names differ per mode.
-            result = run_mode(spark, config, build_dataset(config, gen), mode, options.rate)
-            if mode not in results or result.wall_seconds < results[mode].wall_seconds:
-                results[mode] = result
+            dataset = build_dataset(config, gen)
+            runs[mode].append(run_mode(config, dataset, mode, options.rate, workdir))
     on_step("the counter alone")
-    counter_config = bench_config(settings, "batched", options.sources, f"{tag}c")
-    counter = run_counter_only(spark, counter_config, build_dataset(counter_config, gen))
-    floor = min(floors)
+    counter_config = bench_config(settings, "batched", options, f"{tag}c")
+    counter = run_counter_only(counter_config, build_dataset(counter_config, gen), workdir)
+    floor = statistics.median_low(floors)
+    results = {mode: _median(found) for mode, found in runs.items()}
     for result in results.values():
         result.ratio_to_floor = round(result.wall_seconds / floor, 2)
     return {
@@ -290,11 +297,19 @@ def run_bench(
         "seed": options.seed,
         "runs": options.runs,
         "rate": options.rate,
+        "max_offsets_per_trigger": base.pipeline.max_offsets_per_trigger,
+        "spark_master": settings.spark.master,
         "floor_seconds": round(floor, 3),
         "counter_only": counter,
         "machine": _machine(),
         "modes": [asdict(results[m]) for m in options.modes],
     }
+
+
+def _median(results: list[ModeResult]) -> ModeResult:
+    """The run with the median wall time (the lower middle one of an even count)."""
+    ordered = sorted(results, key=lambda r: r.wall_seconds)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def _machine() -> dict[str, Any]:
@@ -382,7 +397,6 @@ NAIVE_BUDGET = 500_000
 
 def run_scale(
     settings: Settings,
-    spark: Any,
     points: tuple[tuple[int, int], ...] = SCALE_POINTS,
     on_step: Callable[[str], None] = lambda _: None,
 ) -> list[dict[str, Any]]:
@@ -394,7 +408,6 @@ def run_scale(
         prefix = f"K={keys:,} N={sources}: "
         report = run_bench(
             settings,
-            spark,
             BenchOptions(keys, sources, modes),
             # Called only while this point runs, so the loop variable cannot move on under it.
             on_step=lambda step: on_step(prefix + step),  # noqa: B023

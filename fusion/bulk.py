@@ -48,8 +48,7 @@ class IndexingError(FusionError):
         self.index = index
         self.pending = pending
         super().__init__(
-            f"{pending} document(s) for {index} still failing after all retries ({detail}); "
-            "the query stops and resumes from its checkpoint on restart"
+            f"{pending} document(s) for {index} still failing after all retries ({detail})"
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -16,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fusion import clients, pipeline, topology
+from fusion.bench_process import STARTED
 from fusion.config import PipelineConfig
 from fusion.errors import ConfigError, FusionError
 from fusion.generator import GenOptions, build_dataset, produce, write_expected
@@ -30,16 +32,37 @@ out = Console(highlight=False)
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    debug = getattr(args, "debug", False)
+    if debug:
+        logging.basicConfig(
+            level=logging.DEBUG, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        # py4j logs every command sent to the JVM at DEBUG, Kafka options (and
+        # their SASL password) among them: its protocol is no one's debug line.
+        logging.getLogger("py4j").setLevel(logging.INFO)
     try:
         args.config = getattr(args, "config", None)
-        result: int = args.handler(args, load_config(args.config))
+        settings = load_config(args.config)
+        if getattr(args, "verbose", False):
+            spark = settings.spark.model_copy(update={"log_to_console": True})
+            settings = settings.model_copy(update={"spark": spark})
+        result: int = args.handler(args, settings)
         return result
     except FusionError as exc:
+        if debug:
+            err.print_exception()
         err.print(f"[bold red]fusion: error:[/] {escape(str(exc))}", soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
+    except Exception as exc:  # a bug, or a failure Fusion does not know yet: still one line
+        if debug:
+            err.print_exception()
+        hint = "" if debug else " (run with --debug for the traceback)"
+        message = f"unexpected {type(exc).__name__}: {exc}{hint}"
+        err.print(f"[bold red]fusion: error:[/] {escape(message)}", soft_wrap=True)
+        return 1
 
 
 def load_config(path: Path | None) -> Settings:
@@ -63,6 +86,19 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--config", type=Path, default=argparse.SUPPRESS, help="settings or pipeline TOML file"
     )
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="also show Spark's warnings on the terminal (they always go to its log file)",
+    )
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="log Fusion's and its clients' debug lines, and show tracebacks with errors",
+    )
     parser = argparse.ArgumentParser(prog="fusion", description=__doc__, parents=[common])
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
@@ -83,6 +119,14 @@ def _parser() -> argparse.ArgumentParser:
     up = infra_command("up", "fetch (first time), start and wait until healthy", _infra_up)
     up.add_argument("--kafka-port", type=int, help="broker port (default 9092)")
     up.add_argument("--es-port", type=int, help="Elasticsearch HTTP port (default 9200)")
+    up.add_argument(
+        "--spark-workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also start a Spark standalone master and N workers (default 0: none)",
+    )
+    up.add_argument("--spark-port", type=int, default=7077, help="Spark master port (default 7077)")
     down = infra_command("down", "stop both servers, keeping their data", _infra_down)
     down.add_argument("--purge", action="store_true", help="also delete Kafka and ES data")
     status = infra_command("status", "health and version of each server", _infra_status)
@@ -130,15 +174,27 @@ def _parser() -> argparse.ArgumentParser:
     recon = command("reconcile", "enrich keys complete in ES, not enriched", _reconcile)
     recon.add_argument("--json", action="store_true", help="the report as JSON")
 
-    command("spark-submit-args", "print --jars and the entry script for spark-submit", _submit_args)
+    command(
+        "spark-submit-args",
+        "print --jars, --py-files and the entry script for spark-submit",
+        _submit_args,
+    )
 
     bench = command("bench", "naive vs counted vs batched on the same data, vs the floor", _bench)
     bench.add_argument("--keys", type=int, default=14_000)
     bench.add_argument("--sources", type=int, default=4)
     bench.add_argument("--modes", default="naive,counted,batched", help="comma-separated")
     bench.add_argument("--seed", type=int, default=42)
-    bench.add_argument("--runs", type=int, default=1, help="repeat and keep each mode's best")
+    bench.add_argument(
+        "--runs", type=int, default=1, help="repeat; each mode reports its median run"
+    )
     bench.add_argument("--rate", type=float, default=0.0, help="records/s to produce at (0: burst)")
+    bench.add_argument(
+        "--max-offsets",
+        type=int,
+        metavar="N",
+        help="records per micro-batch and query (default: the pipeline's, 100,000)",
+    )
     bench.add_argument("--out", type=Path, default=Path("bench/results"))
 
     scale = command("bench-scale", "the scaling curve: K = 1k/14k/100k, N = 2/4/8", _bench_scale)
@@ -153,25 +209,34 @@ def _runtime(settings: Settings) -> LocalRuntime:
     return LocalRuntime.from_settings(settings.runtime)
 
 
-def _up(settings: Settings, kafka_port: int | None = None, es_port: int | None = None) -> Endpoints:
+def _up(
+    settings: Settings,
+    kafka_port: int | None = None,
+    es_port: int | None = None,
+    spark_workers: int = 0,
+    spark_port: int = 7077,
+) -> Endpoints:
     runtime = _runtime(settings)
     with err.status("starting the local runtime") as spinner:
         endpoints = runtime.up(
             kafka_port=kafka_port or settings.runtime.kafka_port,
             es_port=es_port or settings.runtime.es_port,
             on_step=lambda step: spinner.update(step),
+            spark_workers=spark_workers,
+            spark_port=spark_port,
         )
     return endpoints
 
 
 def _infra_up(args: argparse.Namespace, settings: Settings) -> int:
-    endpoints = _up(settings, args.kafka_port, args.es_port)
+    endpoints = _up(settings, args.kafka_port, args.es_port, args.spark_workers, args.spark_port)
     out.print(f"Kafka {endpoints.kafka_version}          {endpoints.kafka_bootstrap}")
     out.print(f"Elasticsearch {endpoints.es_version}  {endpoints.es_url}")
-    out.print(
-        f"export FUSION_KAFKA_BOOTSTRAP={endpoints.kafka_bootstrap} "
-        f"FUSION_ES_URL={endpoints.es_url}"
-    )
+    exports = f"FUSION_KAFKA_BOOTSTRAP={endpoints.kafka_bootstrap} FUSION_ES_URL={endpoints.es_url}"
+    if endpoints.spark_master:
+        out.print(f"Spark master         {endpoints.spark_master} ({args.spark_workers} workers)")
+        exports += f" FUSION_SPARK_MASTER={endpoints.spark_master}"
+    out.print(f"export {exports}")
     return 0
 
 
@@ -227,17 +292,25 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     config = _pipeline(settings)
     selection = pipeline.select(config, args.only)
     metrics = Metrics()
-    with Live(console=err, refresh_per_second=2, transient=False) as live:
-        pipeline.execute(
-            config,
-            selection,
-            metrics,
-            stop_when_idle=args.stop_when_idle,
-            tick=lambda m: live.update(pipeline.status_line(m)),
-            submitted=args.submitted,
-        )
+    interrupted = False
+    try:
+        with Live(console=err, refresh_per_second=2, transient=False) as live:
+            pipeline.execute(
+                config,
+                selection,
+                metrics,
+                stop_when_idle=args.stop_when_idle,
+                tick=lambda m: live.update(pipeline.status_line(m)),
+                submitted=args.submitted,
+                on_started=lambda: live.console.print(f"fusion: {STARTED}", highlight=False),
+            )
+    except KeyboardInterrupt:
+        interrupted = True  # Ctrl-C: the queries stopped; say what they did
+    finally:
+        if not err.is_terminal:
+            err.file.write("\n")  # the status line's last frame ends without one
     out.print_json(json.dumps(pipeline.summary(metrics)))
-    return 0
+    return 130 if interrupted else 0
 
 
 def _generate(args: argparse.Namespace, settings: Settings) -> int:
@@ -312,7 +385,9 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
                 f"enriched {report.enriched:,} of {report.planned:,}"
             )
 
-        report = reconcile.reconcile(config, progress)
+        # Spark only for its Hadoop file system: the plan lives in the checkpoint directory.
+        spark = clients.spark_session(config, app_name=f"fusion-reconcile-{config.name}")
+        report = reconcile.reconcile(spark, config, progress)
     if args.json:
         out.print_json(json.dumps(asdict(report)))
     else:
@@ -327,9 +402,11 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
 
 def _submit_args(args: argparse.Namespace, settings: Settings) -> int:
     from fusion import submit
+    from fusion.shipping import package_zip
 
-    jars = ArtifactCache(settings.runtime.home).spark_kafka_jars()
-    out.print(f"--jars {','.join(str(j) for j in jars)} {submit.__file__}", soft_wrap=True)
+    jars = ",".join(str(j) for j in ArtifactCache(settings.runtime.home).spark_kafka_jars())
+    code = package_zip(settings.runtime.home)
+    out.print(f"--jars {jars} --py-files {code} {submit.__file__}", soft_wrap=True)
     return 0
 
 
@@ -344,11 +421,11 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError("--keys/--sources", "", "need at least 1 key and 2 sources")
     clients.check_kafka(settings.kafka)
     clients.check_elasticsearch(settings.elasticsearch)
-    spark = clients.spark_session(settings, app_name="fusion-bench")
-    spark.sparkContext.setLogLevel("ERROR")
-    options = bench.BenchOptions(args.keys, args.sources, modes, args.seed, args.runs, args.rate)
+    options = bench.BenchOptions(
+        args.keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets
+    )
     with err.status("benchmark") as spinner:
-        report = bench.run_bench(settings, spark, options, on_step=spinner.update)
+        report = bench.run_bench(settings, options, on_step=spinner.update)
     paths = bench.write_report(report, args.out)
     out.print(bench.markdown(report), markup=False)
     out.print("written: " + ", ".join(str(p) for p in paths))
@@ -362,10 +439,8 @@ def _bench_scale(args: argparse.Namespace, settings: Settings) -> int:
 
     clients.check_kafka(settings.kafka)
     clients.check_elasticsearch(settings.elasticsearch)
-    spark = clients.spark_session(settings, app_name="fusion-bench-scale")
-    spark.sparkContext.setLogLevel("ERROR")
     with err.status("scaling benchmark") as spinner:
-        reports = bench.run_scale(settings, spark, on_step=spinner.update)
+        reports = bench.run_scale(settings, on_step=spinner.update)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{stamp}-scale.json").write_text(json.dumps(reports, indent=2))

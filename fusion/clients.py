@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch import ApiError, Elasticsearch
 from elasticsearch import TransportError as ESTransportError
 
+from fusion import spark_logs
 from fusion.errors import CredentialsError, ServiceUnavailableError
+from fusion.faults import ENV_NAMES
 from fusion.infra.artifacts import ArtifactCache
 from fusion.settings import ElasticsearchSettings, KafkaSettings, Settings
+from fusion.shipping import package_zip
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, Producer
@@ -98,13 +101,16 @@ def spark_session(
 
     The connector jars are fetched into the Fusion cache on first use; Spark's
     own Ivy resolver is never asked, so no repository beyond Maven's is needed.
-    Under ``spark-submit`` (``submitted``), master and jars come from its
-    command line instead.
+    Fusion's own packages reach the executors as a zip (:mod:`fusion.shipping`).
+    Under ``spark-submit`` (``submitted``), master, jars and py-files come from
+    its command line instead.
     """
     from pyspark.sql import SparkSession
 
-    # Python workers must run the interpreter that has Fusion installed.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Executors' Python workers run this interpreter unless told otherwise.
+    os.environ["PYSPARK_PYTHON"] = (
+        settings.spark.python or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    )
     builder = SparkSession.builder.appName(app_name or settings.spark.app_name)
     if submitted:
         conf = settings.spark.as_spark_conf([])
@@ -112,8 +118,22 @@ def spark_session(
     else:
         builder = builder.master(settings.spark.master)
         conf = settings.spark.as_spark_conf(ArtifactCache(settings.runtime.home).spark_kafka_jars())
+    # The tests' fault injection must reach the executors' Python workers too.
+    conf |= {
+        f"spark.executorEnv.{name}": os.environ[name] for name in ENV_NAMES if name in os.environ
+    }
+    # Spark's own log lines go to a file (fusion.spark_logs), the terminal stays Fusion's.
+    app = app_name or settings.spark.app_name
+    logs = spark_logs.java_options(settings.spark, settings.runtime.home, app)
+    logs_file = spark_logs.log_file(settings.spark, settings.runtime.home, app)
+    conf["spark.driver.extraJavaOptions"] = (
+        f"{conf.get('spark.driver.extraJavaOptions', '')} {logs}"
+    )
     for key, value in conf.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+    with spark_logs.stderr_to(None if settings.spark.log_to_console else logs_file):
+        session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(settings.spark.log_level)
+    if not submitted:
+        session.sparkContext.addPyFile(str(package_zip(settings.runtime.home)))
     return session

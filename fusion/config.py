@@ -105,7 +105,8 @@ class PipelineSection(BaseModel):
     dlq_topic: str | None = None
     markers_topic: str | None = None
     enriched_index: str | None = None
-    checkpoint_dir: Path | None = None
+    # A local path or any URI Spark can write to (file://, hdfs://, s3a://, ...).
+    checkpoint_dir: str | None = None
     topic_partitions: int = Field(default=2, ge=1)
     mode: PipelineMode = "counted"
     incomplete_topic: str | None = None
@@ -248,11 +249,18 @@ class PipelineConfig(Settings):
         return self.pipeline.enriched_index or f"{self.name}-enriched"
 
     @property
-    def checkpoint_dir(self) -> Path:
+    def checkpoint_dir(self) -> str:
+        """Where the queries keep their checkpoints: a URI (a plain path becomes ``file://``)."""
         configured = self.pipeline.checkpoint_dir
-        if configured is not None:
-            return configured.expanduser().resolve()
-        return self.runtime.home / "checkpoints" / self.name
+        if configured is None:
+            return (self.runtime.home / "checkpoints" / self.name).as_uri()
+        if "://" in configured:
+            return configured.rstrip("/")
+        return Path(configured).expanduser().resolve().as_uri()
+
+    def checkpoint(self, query: str) -> str:
+        """The checkpoint URI of one query (``indexer-<source>``, ``counter``, ``enricher``)."""
+        return f"{self.checkpoint_dir}/{query}"
 
     def all_topics(self) -> list[str]:
         """Every topic the pipeline reads or writes."""

@@ -6,15 +6,16 @@ store, checkpointed, processing-time timers). Its processor keeps each key's
 new acks and :func:`fusion.counter.on_deadline` to expired timers. It emits a
 row per event: ``ready``, ``updated``, ``incomplete``, ``dead`` (a rejected
 ack) and ``new`` (a key seen for the first time, for the status line). A
-foreachBatch sink then publishes each micro-batch's events in one Kafka
-transaction with the batch id marker (:mod:`fusion.output`), keyed by join key.
+foreachBatch sink then publishes each state partition's events of a
+micro-batch from an executor task, in one Kafka transaction with the batch id
+marker (:mod:`fusion.output`), keyed by join key.
 
-Spark commits the state and the input offsets of a batch only after that
-transaction committed. A crash before the commit replays the batch from the
-same state with the same batch timestamp, so it computes the same events; if
-the transaction had committed, the marker says so and the replay publishes
-nothing. A read_committed reader of the ready topic therefore sees each key
-fire once.
+Spark commits the state and the input offsets of a batch only after every
+task's transaction committed. A crash before that replays the batch from the
+same state with the same batch timestamp, so it computes the same events in
+the same state partitions; a partition whose transaction had committed finds
+its marker and publishes nothing. A read_committed reader of the ready topic
+therefore sees each key fire once.
 
 A key's state lives ``state_ttl`` after its last change (Spark's state TTL),
 then goes: fired and expired keys do not accumulate.
@@ -42,9 +43,12 @@ from fusion.counter import (
 )
 from fusion.events import DeadLetter, ReadyEvent, iso_from_ms
 from fusion.metrics import Metrics
+from fusion.output import OutRecord
 from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
+from fusion.tasks import Counts, Job, Work, column
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -126,48 +130,67 @@ def _now(timer_values: Any) -> Now:
     return Now(iso_from_ms(ms), ms)
 
 
-class PublishCounterOutput(BatchStage):
-    """foreachBatch sink of the counter: every event of a batch, exactly once."""
+class CounterBatch(BatchStage):
+    """The driver side of the counter: its tasks publish the events of each state partition."""
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        super().__init__(config, metrics, "counter")
+        super().__init__(config, metrics, "counter", "counter")
 
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        rows = batch.collect()
-        if not rows:
-            return
-        topics = {
-            "ready": self.config.ready_topic,
-            "updated": self.config.updates_topic,
-            "incomplete": self.config.incomplete_topic,
-        }
-        out = [
-            (self.config.dlq_topic, r.key or None, _dead_letter(r))
-            if r.kind == "dead"
-            else (topics[r.kind], r.key, r.event.encode())
-            for r in rows
-            if r.kind != "new"
-        ]
-        if not self.output.publish(batch_id, out):
-            return
-        kinds = Counter(r.kind for r in rows)
-        self.metrics.add("counter.dlq", kinds["dead"])
-        self.metrics.add("counter.fired", kinds["ready"])
-        self.metrics.add("counter.updated", kinds["updated"])
-        self.metrics.add("counter.incomplete", kinds["incomplete"])
-        self.metrics.add("counter.keys", kinds["new"])
+    def work(self) -> Work:
+        return publish_events
+
+    def columns(self, batch: DataFrame) -> DataFrame:
+        return batch
 
 
-def _dead_letter(row: Any) -> bytes:
-    letter = DeadLetter.of(
-        row.reason,
-        "counter",
-        None,
-        (row.topic, row.partition, row.offset),
-        row.raw.encode() if row.raw is not None else None,
-        row.key or None,
-    )
-    return letter.to_bytes()
+def publish_events(job: Job, rows: pa.Table) -> Counts:
+    """Task function: one state partition's events of a batch, in one Kafka transaction.
+
+    The transactional id is derived from the state partition: a replay
+    recomputes the same events for the same partition from the same state.
+    """
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    assert context is not None, "publish_events runs in a Spark task"
+    output = job.output(f"p{context.partitionId()}")
+    done = output.committed(job.query, job.batch_id)
+    if done is not None:
+        return {**done.counts, "tasks.replayed": 1}
+    config = job.config
+    topics = {
+        "ready": config.ready_topic,
+        "updated": config.updates_topic,
+        "incomplete": config.incomplete_topic,
+    }
+    out: list[OutRecord] = []
+    kinds: Counter[str] = Counter()
+    names = ("kind", "key", "event", "reason", "raw", "topic", "partition", "offset")
+    for kind, key, event, reason, raw, topic, partition, offset in zip(
+        *(column(rows, name) for name in names), strict=True
+    ):
+        kinds[kind] += 1
+        if kind == "dead":
+            letter = DeadLetter.of(
+                reason,
+                "counter",
+                None,
+                (topic, partition, offset),
+                raw.encode() if raw is not None else None,
+                key or None,
+            )
+            out.append((config.dlq_topic, key or None, letter.to_bytes()))
+        elif kind != "new":
+            out.append((topics[kind], key, event.encode()))
+    counts = {
+        "counter.dlq": kinds["dead"],
+        "counter.fired": kinds["ready"],
+        "counter.updated": kinds["updated"],
+        "counter.incomplete": kinds["incomplete"],
+        "counter.keys": kinds["new"],
+    }
+    published = output.publish(job.query, job.batch_id, out, counts)
+    return {**published.marker.counts, "tasks.replayed": int(not published.written)}
 
 
 def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
@@ -203,4 +226,4 @@ def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics)
             timeMode="ProcessingTime",
         )
     )
-    return start_foreach_batch(counted, PublishCounterOutput(config, metrics))
+    return start_foreach_batch(counted, CounterBatch(config, metrics))

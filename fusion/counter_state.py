@@ -8,9 +8,9 @@ TTL ran out are gone from it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fusion.checkpoint import CheckpointFiles, committed_batches
 from fusion.config import PipelineConfig
 from fusion.counter import STATE_COLUMNS, KeyState
 
@@ -20,19 +20,18 @@ if TYPE_CHECKING:
 STATE_VAR = "key_state"  # the ValueState name in fusion.counter_query.AckCounter
 
 
-def counter_checkpoint(config: PipelineConfig) -> Path:
-    return config.checkpoint_dir / "counter"
-
-
-def has_state(config: PipelineConfig) -> bool:
+def has_state(spark: SparkSession, config: PipelineConfig) -> bool:
     """Whether the counter committed at least one batch (before that there is nothing to read)."""
-    commits = counter_checkpoint(config) / "commits"
-    return commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir())
+    return bool(committed_batches(CheckpointFiles(spark, config.checkpoint("counter"))))
 
 
-def _states(spark: SparkSession, config: PipelineConfig) -> DataFrame:
+def states(spark: SparkSession, config: PipelineConfig, batch_id: int | None = None) -> DataFrame:
+    """Every key's state (columns ``k``, the state's, ``ttlExpirationMs``): the last
+    committed version, or the one of ``batch_id``."""
     reader = spark.read.format("statestore").option("stateVarName", STATE_VAR)
-    return reader.load(str(counter_checkpoint(config))).select(
+    if batch_id is not None:
+        reader = reader.option("batchId", batch_id)
+    return reader.load(config.checkpoint("counter")).select(
         "key.k", "value.value.*", "value.ttlExpirationMs"
     )
 
@@ -41,9 +40,9 @@ def key_state(spark: SparkSession, config: PipelineConfig, key: str) -> tuple[Ke
     """The counter's state of ``key`` and when (epoch ms) its TTL ends, or None."""
     from pyspark.sql import functions as F
 
-    if not has_state(config):
+    if not has_state(spark, config):
         return None
-    rows = _states(spark, config).where(F.col("k") == key).collect()
+    rows = states(spark, config).where(F.col("k") == key).collect()
     if not rows:
         return None
     row = rows[0]
@@ -52,9 +51,9 @@ def key_state(spark: SparkSession, config: PipelineConfig, key: str) -> tuple[Ke
 
 def all_states(spark: SparkSession, config: PipelineConfig) -> Iterator[KeyState]:
     """Every key's state (streamed to the driver a partition at a time)."""
-    if not has_state(config):
+    if not has_state(spark, config):
         return
-    for row in _states(spark, config).toLocalIterator():
+    for row in states(spark, config).toLocalIterator():
         yield _to_state(row)
 
 

@@ -87,7 +87,7 @@ def _report(
         out.print("\none enriched document:")
         out.print_json(json.dumps(hits[0]["_source"]))
     spark = clients.spark_session(config)
-    report = status.build(config, status.gather(spark, config, metrics.snapshot()))
+    report = status.build(config, status.gather(spark, config))
     out.print("\n[bold]fusion status[/]")
     out.print(escape(status.render(report)), soft_wrap=True)
     out.print(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -88,6 +89,13 @@ class DeadLetter(BaseModel):
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()
+
+
+def dead_letter_records(
+    topic: str, letters: Iterable[DeadLetter]
+) -> list[tuple[str, str | None, bytes]]:
+    """The dead-letter topic's Kafka records (key = join key where known)."""
+    return [(topic, letter.key, letter.to_bytes()) for letter in letters]
 
 
 def _encode_original(value: bytes | None) -> tuple[str | None, Literal["utf-8", "base64"]]:

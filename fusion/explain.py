@@ -48,7 +48,7 @@ def gather(spark: SparkSession, config: PipelineConfig, key: str) -> Evidence:
         enriched = None
     found = key_state(spark, config, key)
     state, ttl = found if found is not None else (None, None)
-    return Evidence(key, docs, enriched, state, ttl, has_state(config))
+    return Evidence(key, docs, enriched, state, ttl, has_state(spark, config))
 
 
 def explain(config: PipelineConfig, ev: Evidence) -> dict[str, Any]:

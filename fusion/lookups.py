@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from elasticsearch import Elasticsearch, NotFoundError
 
 from fusion.config import PipelineConfig
 from fusion.enricher import FoundDoc
 from fusion.metrics import Metrics
-from fusion.retry import RetryPolicy, call_with_retries
+from fusion.retry import RetryPolicy, call_with_retries, mget_docs
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 T = TypeVar("T")
@@ -79,11 +79,16 @@ def _batched(
     wanted = [(key, source) for key in keys for source in config.sources]
     for chunk in _chunks(wanted, config.pipeline.mget_chunk):
         docs = [{"_index": config.index_of(source), "_id": key} for key, source in chunk]
-        response = _counted(partial(es.mget, docs=docs), "_mget", metrics, retry)
-        for (key, source), hit in zip(chunk, response["docs"], strict=True):
+        hits = _counted(partial(mget, es, docs), "_mget", metrics, retry)
+        for (key, source), hit in zip(chunk, hits, strict=True):
             if hit.get("found"):
                 found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])
     return found
+
+
+def mget(es: Elasticsearch, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One ``_mget``: its documents, or :class:`~fusion.retry.Transient` if a shard failed."""
+    return mget_docs(es.mget(docs=docs))
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:

@@ -1,38 +1,64 @@
-"""In-process counters of what each stage did, for the status line, the summary and tests.
+"""Named counts of what the stages did, for the status line, the summary, the tests and tasks.
 
-The foreachBatch handlers of all queries run in the driver's Python process,
-so one thread-safe :class:`Metrics` object sees every stage.
+One :class:`Metrics` object lives in the driver of ``fusion run`` and adds up
+what every task of every query returned (:mod:`fusion.tasks`); each task also
+keeps one for its own counts. Latencies are kept as a histogram (counts per
+bucket, named ``latency.le_<seconds>``), so they add up across tasks and
+processes like any other count.
 """
 
 from __future__ import annotations
 
-import json
+import bisect
 import threading
-from collections import Counter
-from pathlib import Path
+from collections import Counter, defaultdict
+from collections.abc import Mapping
 from typing import Any
+
+# Upper bounds (seconds) of the latency buckets; the last catches everything.
+LATENCY_BUCKETS = (
+    0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0,
+    60.0, 120.0, 300.0, float("inf"),
+)  # fmt: skip
+LATENCY_PREFIX = "latency.le_"
+
+
+def latency_bucket(seconds: float) -> str:
+    """The counter name of the bucket ``seconds`` falls into."""
+    bound = LATENCY_BUCKETS[bisect.bisect_left(LATENCY_BUCKETS, seconds)]
+    return f"{LATENCY_PREFIX}{bound:g}"
 
 
 class Metrics:
-    """Named counters plus a bounded sample of enrichment latencies (seconds)."""
-
-    MAX_SAMPLES = 200_000
+    """Named counters (a latency histogram among them), alerts, and who did the work."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
-        self._latencies: list[float] = []
         self._alerts: dict[str, str] = {}
+        self._executors: dict[str, Counter[str]] = defaultdict(Counter)
 
     def add(self, name: str, amount: int = 1) -> None:
         if amount:
             with self._lock:
                 self._counts[name] += amount
 
-    def observe_latency(self, seconds: float) -> None:
+    def set(self, name: str, value: int) -> None:
+        """A gauge: the latest value, not a sum."""
         with self._lock:
-            if len(self._latencies) < self.MAX_SAMPLES:
-                self._latencies.append(seconds)
+            self._counts[name] = value
+
+    def add_all(self, counts: Mapping[str, int]) -> None:
+        with self._lock:
+            self._counts.update({k: v for k, v in counts.items() if v})
+
+    def add_executor(self, executor: str, name: str, amount: int) -> None:
+        """Count ``amount`` of ``name`` as done by ``executor`` (a task-side label)."""
+        with self._lock:
+            self._executors[executor][name] += amount
+
+    def observe_latency(self, seconds: float) -> None:
+        self.add(latency_bucket(seconds))
 
     def alert(self, name: str, message: str) -> None:
         """Something is wrong right now (e.g. a server unreachable, being retried)."""
@@ -51,27 +77,49 @@ class Metrics:
         with self._lock:
             return self._counts[name]
 
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
     def total(self, suffix: str) -> int:
         """Sum of every counter whose name ends with ``suffix`` (e.g. all sources' ``.dlq``)."""
         with self._lock:
             return sum(v for k, v in self._counts.items() if k.endswith(suffix))
 
-    def snapshot(self) -> dict[str, Any]:
+    def executors(self) -> dict[str, dict[str, int]]:
         with self._lock:
-            latencies = sorted(self._latencies)
-            counts = dict(sorted(self._counts.items()))
-            alerts = dict(self._alerts)
+            return {name: dict(counts) for name, counts in self._executors.items()}
+
+    def snapshot(self) -> dict[str, Any]:
+        counts = self.counts()
         return {
-            "counters": counts,
-            "latency_seconds": percentiles(latencies),
-            "alerts": alerts,
+            "counters": dict(sorted(counts.items())),
+            "latency_seconds": histogram_percentiles(counts),
+            "alerts": self.alerts(),
+            "executors": self.executors(),
         }
 
-    def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.snapshot(), indent=2))
-        tmp.replace(path)
+
+def histogram_percentiles(counts: Mapping[str, int]) -> dict[str, float | None]:
+    """p50/p95/p99 from the latency buckets in ``counts``: each the upper bound of its bucket."""
+    buckets = sorted(
+        (float(name.removeprefix(LATENCY_PREFIX)), value)
+        for name, value in counts.items()
+        if name.startswith(LATENCY_PREFIX)
+    )
+    total = sum(value for _, value in buckets)
+
+    def rank(p: float) -> float | None:
+        if not total:
+            return None
+        seen = 0
+        for bound, value in buckets:
+            seen += value
+            if seen >= p * total:
+                return bound
+        return buckets[-1][0]
+
+    return {"p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99), "count": total}
 
 
 def percentiles(ordered: list[float]) -> dict[str, float | None]:

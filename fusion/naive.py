@@ -8,7 +8,8 @@ which (N-1)² return partial data and are wasted.
 To keep "after indexing it" exact within a micro-batch, the records of the
 batch are processed in rounds: round j holds the j-th record of each key in
 arrival order, so a key's records are indexed and looked up one after the
-other, as if they had arrived in separate batches.
+other, as if they had arrived in separate batches. The whole micro-batch is one
+executor task for the same reason: naive matching is sequential by design.
 """
 
 from __future__ import annotations
@@ -18,18 +19,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from elasticsearch import NotFoundError
+from elasticsearch import Elasticsearch, NotFoundError
 
 from fusion.bulk import Confirmed, Target, write_documents
 from fusion.config import PipelineConfig, SourceConfig
 from fusion.enricher import FoundDoc, build_enriched, enriched_version
-from fusion.enricher_query import EnrichedDoc
-from fusion.events import DeadLetter, now_iso
+from fusion.enricher_task import EnrichedDoc, enriched_records
+from fusion.events import DeadLetter, dead_letter_records, now_iso
 from fusion.metrics import Metrics
-from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
+from fusion.output import OutRecord
+from fusion.retry import RetryPolicy
+from fusion.spark_io import KAFKA_COLUMNS, BatchStage, read_kafka, start_foreach_batch
+from fusion.tasks import Counts, Job, Work, column
 from indexers.records import RawRecord, SourceRecord, parse
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -43,22 +48,48 @@ class Arrival:
 
 
 class NaiveBatch(BatchStage):
-    """foreachBatch handler of naive mode (runs in the driver)."""
+    """The driver side of naive mode: one task takes the whole micro-batch, in arrival order."""
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        super().__init__(config, metrics, "naive")
+        super().__init__(config, metrics, "naive", "naive")
+
+    def work(self) -> Work:
+        return naive_partition
+
+    def columns(self, batch: DataFrame) -> DataFrame:
+        # One task: naive matching is sequential by design (see the module docstring).
+        return batch.select(*KAFKA_COLUMNS, "timestamp").coalesce(1)
+
+
+def naive_partition(job: Job, rows: pa.Table) -> Counts:
+    """Task function: index each record, then look its key up in the other N-1 indexes."""
+    output = job.output("all")
+    done = output.committed(job.query, job.batch_id)
+    if done is not None:
+        return {**done.counts, "tasks.replayed": 1}
+    names = ("value", "topic", "partition", "offset", "timestamp")
+    arrived = sorted(
+        zip(*(column(rows, name) for name in names), strict=True),
+        key=lambda r: (r[4], r[1], r[2], r[3]),
+    )
+    matcher = NaiveMatcher(job.config, job.elasticsearch())
+    out = matcher.handle([RawRecord(v, t, p, o) for v, t, p, o, _ in arrived])
+    published = output.publish(job.query, job.batch_id, out, matcher.metrics.counts())
+    return {**published.marker.counts, "tasks.replayed": int(not published.written)}
+
+
+class NaiveMatcher:
+    """Naive matching over one micro-batch's records, in per-key rounds."""
+
+    def __init__(self, config: PipelineConfig, es: Elasticsearch) -> None:
+        self.config = config
+        self.es = es
+        self.metrics = Metrics()
+        self.retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
         self.by_topic = {config.topic_of(s): s for s in config.sources}
         self.pool = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="naive-lookup")
 
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        rows = (
-            batch.select("value", "topic", "partition", "offset", "timestamp")
-            .orderBy("timestamp", "topic", "partition", "offset")
-            .collect()
-        )
-        self.handle(batch_id, [RawRecord(r.value, r.topic, r.partition, r.offset) for r in rows])
-
-    def handle(self, batch_id: int, raws: list[RawRecord]) -> None:
+    def handle(self, raws: list[RawRecord]) -> list[OutRecord]:
         rounds: list[list[Arrival]] = []
         seen: dict[str, int] = defaultdict(int)
         dead: list[DeadLetter] = []
@@ -78,20 +109,17 @@ class NaiveBatch(BatchStage):
             confirmed, rejected = self._index(arrivals)
             dead.extend(rejected)
             enriched.extend(self._match(confirmed))
-        written = write_documents(
-            self.es,
-            Target(
-                self.config.enriched_index, "enricher", None, self.config.pipeline.bulk_chunk, False
-            ),
-            enriched,
-            self.retry,
-            self.metrics,
+        target = Target(
+            self.config.enriched_index, "enricher", None, self.config.pipeline.bulk_chunk, False
         )
-        out = self.enriched_records(written.confirmed) + self.dlq_records(dead + written.dead)
-        if not self.output.publish(batch_id, out):
-            return
+        written = write_documents(self.es, target, enriched, self.retry, self.metrics)
         self.metrics.add("enricher.enriched", len(written.confirmed))
+        self.metrics.add("naive.bulk_requests", written.requests)
         self.metrics.add("naive.dlq", len(dead) + len(written.dead))
+        self.pool.shutdown()
+        return enriched_records(self.config, written.confirmed) + dead_letter_records(
+            self.config.dlq_topic, dead + written.dead
+        )
 
     def _index(
         self, arrivals: list[Arrival]
@@ -110,6 +138,7 @@ class NaiveBatch(BatchStage):
             confirmed.extend((source, item) for item in result.confirmed)
             dead.extend(result.dead)
             self.metrics.add(f"indexer.{name}.indexed", len(result.confirmed))
+            self.metrics.add("naive.bulk_requests", result.requests)
         return confirmed, dead
 
     def _match(self, confirmed: list[tuple[SourceConfig, Confirmed]]) -> list[EnrichedDoc]:

@@ -8,18 +8,29 @@ spark-submit per component: ``indexers``, ``indexer:<source>``, ``counter``,
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fusion import clients, topology
+from py4j.protocol import Py4JError
+
+from fusion import clients, status, topology
 from fusion.config import PipelineConfig
 from fusion.counter_query import start_counter
 from fusion.enricher_query import start_enricher
 from fusion.errors import ConfigError, FusionError
+from fusion.health import HealthWatch
 from fusion.metrics import Metrics
 from fusion.naive import start_naive
+from fusion.output import FencedError
+from fusion.progress import ProgressListener
+from fusion.spark_io import root_cause
 from indexers.query import start_indexer
 
 if TYPE_CHECKING:
@@ -32,9 +43,32 @@ class QueryFailedError(FusionError):
 
     def __init__(self, query: str, detail: str) -> None:
         self.query = query
+        self.detail = detail
         super().__init__(
             f"query {query} failed: {detail}; fix the cause and run again, "
             "it resumes from its checkpoint"
+        )
+
+    @classmethod
+    def of(cls, query: str, error: object) -> FusionError:
+        """The one-line error for a query Spark stopped with ``error`` (a Java stack trace)."""
+        text = str(error) if error is not None else "stopped unexpectedly"
+        if "FencedError" in text or "concurrently using" in text:
+            # Fenced by the other process's transactional id, or caught by Spark
+            # itself when both write the same checkpoint: the same story either way.
+            return FencedError(f"fusion-{query}")
+        cause = root_cause(text).removeprefix("fusion.spark_io.StageError: ")
+        # Fusion's own errors read as sentences: drop the class name in front.
+        return cls(query, re.sub(r"^(fusion|indexers|acks)\.[\w.]+Error: ", "", cause))
+
+
+class SparkGoneError(FusionError):
+    """The JVM behind the SparkSession went away (killed, out of memory, crashed)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"Spark's JVM stopped answering ({detail}); its log is in the Fusion logs "
+            "directory. Run again: every query resumes from its checkpoint"
         )
 
 
@@ -43,6 +77,13 @@ class Selection:
     indexers: tuple[str, ...]
     counter: bool
     enricher: bool
+
+    def queries(self, config: PipelineConfig) -> list[str]:
+        """The selected queries' names (their checkpoints' too)."""
+        if config.pipeline.mode == "naive":
+            return []
+        names = [f"indexer-{source}" for source in self.indexers]
+        return names + ["counter"] * self.counter + ["enricher"] * self.enricher
 
 
 def select(config: PipelineConfig, only: str | None) -> Selection:
@@ -75,6 +116,8 @@ def prepare(config: PipelineConfig) -> None:
 def start(
     spark: SparkSession, config: PipelineConfig, selection: Selection, metrics: Metrics
 ) -> list[StreamingQuery]:
+    """Start the selected queries; their progress (rows read, state changes) goes to ``metrics``."""
+    ProgressListener.attach(spark, config, metrics)
     if config.pipeline.mode == "naive":
         return [start_naive(spark, config, metrics)]
     queries = [
@@ -99,8 +142,7 @@ class Watcher:
         """Raise :class:`QueryFailedError` if a query died; note any new input."""
         for query in self.queries:
             if not query.isActive:
-                error = query.exception()
-                raise QueryFailedError(query.name, str(error) if error else "stopped unexpectedly")
+                raise QueryFailedError.of(query.name, query.exception())
             for progress in query.recentProgress:
                 batch = progress["batchId"]
                 if batch > self.last_batch.get(query.name, -1):
@@ -138,22 +180,37 @@ def run_until(
     done: Callable[[], bool] | None = None,
     tick: Callable[[], None] | None = None,
     poll: float = 0.5,
+    caught_up: Callable[[], bool] | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> None:
-    """Block until ``done()`` holds, the queries were idle for ``stop_when_idle`` s, or forever."""
+    """Block until ``done()`` holds, the queries were idle for ``stop_when_idle`` s, or forever.
+
+    Idle means no batch read a record for that long and, if ``caught_up`` is
+    given, that it holds: a query still starting up has read nothing yet but
+    is not idle while its input waits for it.
+    """
     watcher = Watcher(queries)
     try:
         while True:
             watcher.check()
+            if on_started is not None and all(q.lastProgress is not None for q in queries):
+                on_started()  # every query finished its first trigger
+                on_started = None
             if tick is not None:
                 tick()
             if done is not None and done():
                 return
             if stop_when_idle is not None and watcher.idle_for() >= stop_when_idle:
-                return
+                if caught_up is None or caught_up():
+                    return
+                watcher.last_input = time.monotonic()
             time.sleep(poll)
+    except (Py4JError, ConnectionError) as exc:
+        raise SparkGoneError(f"{type(exc).__name__}: {exc}") from None
     finally:
         for query in queries:
-            query.stop()
+            with contextlib.suppress(Py4JError, ConnectionError):
+                query.stop()
 
 
 def pending_keys(metrics: Metrics) -> int:
@@ -207,25 +264,44 @@ def execute(
     done: Callable[[Metrics], bool] | None = None,
     tick: Callable[[Metrics], None] | None = None,
     submitted: bool = False,
+    on_started: Callable[[], None] | None = None,
 ) -> None:
     """Prepare topics and indexes, run the selected queries until done or idle, stop them.
 
-    Metrics are also written to ``<checkpoint_dir>/metrics.json`` on every tick.
+    While they run, a :class:`~fusion.health.HealthWatch` checks both servers
+    every few seconds and puts an outage first on the status line.
     """
     prepare(config)
     spark = clients.spark_session(config, app_name=f"fusion-{config.name}", submitted=submitted)
     queries = start(spark, config, selection, metrics)
-    metrics_file = config.checkpoint_dir / "metrics.json"
+    stages = selection.queries(config)
+    try:
+        with HealthWatch(config, metrics):
+            run_until(
+                queries,
+                stop_when_idle,
+                done=(lambda: done(metrics)) if done is not None else None,
+                tick=(lambda: tick(metrics)) if tick is not None else None,
+                caught_up=lambda: status.behind(config, stages) == 0,
+                on_started=on_started,
+            )
+    finally:
+        for name, megabytes in driver_memory(spark, submitted).items():
+            metrics.set(f"driver.{name}_peak_mb", megabytes)
 
-    def on_tick() -> None:
-        metrics.write(metrics_file)
-        if tick is not None:
-            tick(metrics)
 
-    run_until(
-        queries,
-        stop_when_idle,
-        done=(lambda: done(metrics)) if done is not None else None,
-        tick=on_tick,
-    )
-    metrics.write(metrics_file)
+def driver_memory(spark: SparkSession, submitted: bool) -> dict[str, int]:
+    """Peak resident memory (MB) of this driver's Python process and of its JVM.
+
+    In local mode the JVM also runs the executors' tasks; on a cluster it is
+    the driver's alone.
+    """
+    python = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    gateway = getattr(spark.sparkContext._gateway, "proc", None)
+    jvm_pid = os.getppid() if submitted or gateway is None else gateway.pid
+    try:
+        status = Path(f"/proc/{jvm_pid}/status").read_text()
+        jvm = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
+    except (OSError, StopIteration, ValueError):
+        return {"python": python}
+    return {"python": python, "jvm": jvm // 1024}

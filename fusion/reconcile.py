@@ -12,32 +12,46 @@ late update), Elasticsearch still holds the truth. Reconcile reads it:
    its sources (the enriched version is the sum of the source versions);
 2. **plan**: the keys are written to ``<checkpoint_dir>/reconcile/plan.json``
    with a fresh run id before anything is enriched (``last-plan.json`` once done);
-3. **enrich**: the plan in chunks through :class:`~fusion.enricher_query.EnrichBatch`,
-   the enricher's own code path, with chunk number = batch id and the run's
-   own transactional id. A crashed run resumes its plan: chunks whose Kafka
-   transaction committed are skipped, the rest are redone (Elasticsearch
-   rewrites the same version), so each key reaches the enriched topic once.
+3. **enrich**: the plan in chunks through :func:`~fusion.enricher_task.enrich_events`,
+   the enricher's own code path, each chunk one transaction of reconcile's own
+   transactional output (:mod:`fusion.output`) with chunk number = batch id. A
+   crashed run resumes its plan: chunks whose transaction committed are
+   skipped before anything is looked up or written, the rest are redone
+   (Elasticsearch rewrites the same version), so each key reaches the enriched
+   topic once.
 
-The Elasticsearch client is faster here than a Spark batch job: the scan moves
-ids only and needs no cluster start-up.
+Every Elasticsearch call is retried through an outage like the stages' own
+(:mod:`fusion.retry`). The plan lives in the checkpoint directory, read and
+written through Spark's Hadoop file system (:mod:`fusion.checkpoint`). The
+Elasticsearch client does the work itself, faster here than a Spark job: the
+scan moves ids only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from elasticsearch import Elasticsearch
+from elasticsearch import Elasticsearch, NotFoundError
 
 from fusion import clients
+from fusion.checkpoint import CheckpointFiles
 from fusion.config import PipelineConfig
-from fusion.enricher_query import EnrichBatch
+from fusion.enricher_task import enrich_events
 from fusion.events import ReadyEvent, now_iso
+from fusion.faults import crash_point
+from fusion.lookups import mget
 from fusion.metrics import Metrics
+from fusion.output import TransactionalOutput
+from fusion.retry import RetryPolicy, call_with_retries
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 STAGE = "reconcile"
 PAGE = 1_000
@@ -53,6 +67,8 @@ class Report:
     enriched: int = 0
     dead_letters: int = 0
     resumed: bool = False
+    chunks_skipped: int = 0  # committed by the crashed run this one resumed
+    es_retries: int = 0  # Elasticsearch calls retried (an outage, a 429)
 
 
 Progress = Callable[[Report], None]
@@ -67,38 +83,48 @@ def needs_enrichment(
     return enriched_version is None or enriched_version < sum(versions.values())
 
 
-def reconcile(config: PipelineConfig, progress: Progress | None = None) -> Report:
+def reconcile(
+    spark: SparkSession, config: PipelineConfig, progress: Progress | None = None
+) -> Report:
     report = Report()
-    home = config.checkpoint_dir / STAGE
-    plan = _load_plan(home)
+    files = CheckpointFiles(spark, config.checkpoint(STAGE))
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    es = clients.elasticsearch(config.elasticsearch)
+    plan = _load_plan(files)
     if plan is None:
-        es = clients.elasticsearch(config.elasticsearch)
-        keys = list(_scan(es, config, report, progress))
+        keys = list(_scan(es, config, retry, report, progress))
         if not keys:
             return report
         plan = {"run": uuid.uuid4().hex, "started_at": now_iso(), "keys": keys}
-        _save_plan(home, plan)
+        files.write_text("plan.json", json.dumps(plan))
     else:
         report.resumed = True
     report.planned = len(plan["keys"])
-    _enrich(config, plan, report, progress)
+    _enrich(config, es, retry, plan, report, progress)
     # Kept for the record; only plan.json makes the next run resume.
-    (home / "plan.json").replace(home / "last-plan.json")
+    files.rename("plan.json", "last-plan.json")
     return report
 
 
 def _scan(
-    es: Elasticsearch, config: PipelineConfig, report: Report, progress: Progress | None
+    es: Elasticsearch,
+    config: PipelineConfig,
+    retry: RetryPolicy,
+    report: Report,
+    progress: Progress | None,
 ) -> Iterator[str]:
+    retries = Metrics()
     first = config.source(config.required_sources[0])
     # Every source, then the enriched document ("" names it) of each key.
     targets = [(config.index_of(s), s.name) for s in config.sources]
     targets.append((config.enriched_index, ""))
-    for ids in _pages(es, config.index_of(first)):
+    for ids in _pages(es, config.index_of(first), config.key_field, retry):
         docs = [
             {"_index": index, "_id": key, "_source": False} for key in ids for index, _ in targets
         ]
-        hits = es.mget(docs=docs)["docs"]
+        crash_point("reconcile.scan")
+        hits = call_with_retries(partial(mget, es, docs), "reconcile _mget", retry, retries)
+        report.es_retries = retries.get("es.retries")
         for i, key in enumerate(ids):
             row = hits[i * len(targets) : (i + 1) * len(targets)]
             versions = {
@@ -118,47 +144,76 @@ def _scan(
             progress(report)
 
 
-def _pages(es: Elasticsearch, index: str) -> Iterator[list[str]]:
-    """The ids of every document of ``index``, a page at a time, from one point in time."""
-    pit = es.open_point_in_time(index=index, keep_alive=KEEP_ALIVE)["id"]
+def _pages(
+    es: Elasticsearch, index: str, key_field: str, retry: RetryPolicy
+) -> Iterator[list[str]]:
+    """The ids of every document of ``index``, a page at a time, in key order.
+
+    Pages come from a point in time, sorted on the join key (a keyword with
+    doc values), so that when the point in time is lost (Elasticsearch
+    restarted during the scan) a new one continues after the last key seen.
+    """
     after: list[Any] | None = None
-    try:
-        while True:
-            response = es.search(
-                pit={"id": pit, "keep_alive": KEEP_ALIVE},
-                size=PAGE,
-                sort=["_shard_doc"],
-                source=False,
-                search_after=after,
-                track_total_hits=False,
-            )
-            pit = response.get("pit_id", pit)
-            hits = response["hits"]["hits"]
-            if not hits:
-                return
-            after = hits[-1]["sort"]
-            yield [hit["_id"] for hit in hits]
-    finally:
-        es.close_point_in_time(id=pit)
+    while True:
+        opened = partial(es.open_point_in_time, index=index, keep_alive=KEEP_ALIVE)
+        pit = call_with_retries(opened, "open a point in time", retry)["id"]
+        try:
+            while True:
+                search = partial(
+                    es.search,
+                    pit={"id": pit, "keep_alive": KEEP_ALIVE},
+                    size=PAGE,
+                    sort=[{key_field: "asc"}],
+                    source=False,
+                    search_after=after,
+                    track_total_hits=False,
+                )
+                response = call_with_retries(search, "reconcile search", retry)
+                pit = response.get("pit_id", pit)
+                hits = response["hits"]["hits"]
+                if not hits:
+                    return
+                after = hits[-1]["sort"]
+                yield [hit["_id"] for hit in hits]
+        except NotFoundError:
+            continue  # the point in time is gone: a new one, after the last key seen
+        finally:
+            with contextlib.suppress(Exception):  # it expires by itself if this fails
+                es.options(ignore_status=404).close_point_in_time(id=pit)
 
 
 def _enrich(
-    config: PipelineConfig, plan: dict[str, Any], report: Report, progress: Progress | None
+    config: PipelineConfig,
+    es: Elasticsearch,
+    retry: RetryPolicy,
+    plan: dict[str, Any],
+    report: Report,
+    progress: Progress | None,
 ) -> None:
-    metrics = Metrics()
-    stage = EnrichBatch(config, metrics, STAGE)
+    output = TransactionalOutput(
+        config.kafka,
+        f"fusion-{config.name}-{STAGE}",
+        config.markers_topic,
+        config.pipeline.retry_budget_seconds,
+        STAGE,
+    )
     keys: list[str] = plan["keys"]
     size = max(1, config.pipeline.mget_chunk // len(config.sources))
     for batch_id, start in enumerate(range(0, len(keys), size)):
-        records: list[tuple[bytes | None, tuple[str, int, int]]] = [
+        if output.committed(plan["run"], batch_id) is not None:
+            report.chunks_skipped += 1
+            continue  # written and published by the run this one resumes
+        events = [
             (_ready(config, key, plan["started_at"]), (STAGE, 0, start + i))
             for i, key in enumerate(keys[start : start + size])
         ]
-        stage.handle(batch_id, records)
-        report.enriched = metrics.get("enricher.enriched")
-        report.dead_letters = metrics.get("enricher.dlq")
+        result = enrich_events(config, es, events, retry)
+        output.publish(plan["run"], batch_id, result.records, result.counts)
+        report.enriched += result.counts.get("enricher.enriched", 0)
+        report.dead_letters += result.counts.get("enricher.dlq", 0)
         if progress:
             progress(report)
+    output.close()
 
 
 def _ready(config: PipelineConfig, key: str, at: str) -> bytes:
@@ -166,15 +221,6 @@ def _ready(config: PipelineConfig, key: str, at: str) -> bytes:
     return ReadyEvent(key=key, sources=sources, first_ack_at=at, fired_at=at).to_bytes()
 
 
-def _load_plan(home: Path) -> dict[str, Any] | None:
-    path = home / "plan.json"
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def _save_plan(home: Path, plan: dict[str, Any]) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    # The run id is the "query id" BatchOutput keys its batch markers with.
-    (home / "metadata").write_text(json.dumps({"id": plan["run"]}) + "\n")
-    tmp = home / "plan.json.tmp"
-    tmp.write_text(json.dumps(plan))
-    tmp.replace(home / "plan.json")
+def _load_plan(files: CheckpointFiles) -> dict[str, Any] | None:
+    text = files.read_text("plan.json")
+    return json.loads(text) if text is not None else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from elastic_transport import ConnectionError as ESConnectionError
 from elastic_transport import ConnectionTimeout
@@ -47,8 +47,7 @@ class RetryBudgetExceeded(FusionError):
         self.what = what
         self.detail = detail
         super().__init__(
-            f"{what} still failing after {policy.budget_seconds:.0f} s of retries ({detail}); "
-            "the query stops and resumes from its checkpoint on restart"
+            f"{what} still failing after {policy.budget_seconds:.0f} s of retries ({detail})"
         )
 
 
@@ -60,6 +59,20 @@ class RetryPolicy:
     initial: float = 0.25
     maximum: float = 5.0
     budget_seconds: float = 300.0
+
+
+def mget_docs(response: Any) -> list[dict[str, Any]]:
+    """The ``docs`` of an ``_mget`` answer; :class:`Transient` if a shard could not answer.
+
+    While a node recovers its shards (after a restart) ``_mget`` answers 200
+    with an ``error`` per document of an unavailable shard instead of
+    ``found``: such a document is not missing, the lookup is to be retried.
+    """
+    docs: list[dict[str, Any]] = response["docs"]
+    failed = next((doc for doc in docs if "error" in doc), None)
+    if failed is not None:
+        raise Transient(f"_mget: {failed['error']}")
+    return docs
 
 
 def call_with_retries(

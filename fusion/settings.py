@@ -36,6 +36,7 @@ from fusion.errors import ConfigError
 KafkaSecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 StateStore = Literal["rocksdb", "hdfs"]
+LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG", "TRACE"]
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
@@ -141,11 +142,20 @@ class SparkSettings(BaseModel):
 
     model_config = _STRICT
 
-    master: str = "local[*]"
+    # local[<threads>, <attempts>]: a task that fails (say its Python worker died)
+    # is retried, as on a cluster, instead of failing the query at once.
+    master: str = "local[*,4]"
     app_name: str = "fusion"
     shuffle_partitions: int = Field(default=4, ge=1)
     ui_enabled: bool = False
     state_store: StateStore = "rocksdb"
+    # The Python the executors run (it needs Fusion's dependencies, not Fusion:
+    # its code is shipped); default: the one running Fusion.
+    python: str | None = None
+    # Spark's and the JVM's own log lines go to <log_dir>/<app>.log, not the terminal.
+    log_level: LogLevel = "WARN"
+    log_dir: Path | None = None  # default: <runtime home>/logs
+    log_to_console: bool = False  # also to stderr (fusion --verbose)
     conf: dict[str, str] = Field(default_factory=dict)
 
     _STATE_STORES: ClassVar[dict[str, str]] = {
@@ -163,6 +173,11 @@ class SparkSettings(BaseModel):
             # Progress bars would garble Fusion's own status line.
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
+            # Start a task on any free executor at once: a micro-batch is short, and
+            # waiting for the executor that read that Kafka partition last costs more.
+            "spark.locality.wait": "0s",
+            # A query whose task cannot be interrupted must not block `stop()` for ever.
+            "spark.sql.streaming.stopTimeout": "120000",
         }
         return conf | self.conf
 

@@ -1,21 +1,68 @@
-"""The Spark wiring every stage shares: how Fusion reads Kafka and starts a query."""
+"""The Spark wiring every stage shares: reading Kafka, starting a query, and its driver side.
+
+A stage is a foreachBatch query whose per-record work runs in executor tasks
+(:mod:`fusion.tasks`). Its driver side, :class:`BatchStage`, does per micro-batch:
+
+1. map the batch with the stage's task function (``mapInArrow``), one task
+   per input partition; the tasks write Elasticsearch and publish their own
+   Kafka records exactly once;
+2. add up what the tasks counted: a few ``(name, value, executor)`` rows per
+   task, the only data of a batch the driver ever holds;
+3. commit the batch on the driver's own transactional id: a marker with the
+   stage's cumulative counts, plus the batch's end offsets as the stage's
+   consumer-group offsets. Another process that runs the same query fences
+   this one (:class:`~fusion.output.FencedError`), and ``fusion status``
+   reads every component's counts and lag from Kafka, whichever process runs it.
+
+Spark commits the batch after the handler returns; a replay after a crash
+finds the tasks' and the driver's markers and neither writes nor counts twice.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
-from fusion import clients
-from fusion.bulk import Confirmed
+from confluent_kafka import TopicPartition
+from py4j.protocol import Py4JJavaError
+
+from fusion import tasks
+from fusion.checkpoint import CheckpointFiles, batch_offsets, query_id
 from fusion.config import PipelineConfig
-from fusion.events import DeadLetter, dumps
+from fusion.errors import FusionError
 from fusion.metrics import Metrics
-from fusion.output import BatchOutput, OutRecord
-from fusion.retry import RetryPolicy
+from fusion.output import TransactionalOutput
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
+
+KAFKA_ALERT = "kafka"
+KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exceeded))(: .*)?$")
+_JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "pyspark.errors.")
+
+
+class StageError(FusionError):
+    """A stage's micro-batch failed in its tasks; the message is the first cause worth reading."""
+
+    def __init__(self, query: str, detail: str) -> None:
+        self.query = query
+        self.detail = detail
+        super().__init__(f"micro-batch of {query} failed: {detail}")
+
+
+def root_cause(text: str) -> str:
+    """The most telling line of a Spark error's text (a Java stack trace with Python inside).
+
+    The innermost Python exception raised by Fusion or a library it calls,
+    else the first line of the text.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = [
+        line for line in lines if _EXCEPTION_LINE.match(line) and not line.startswith(_JVM_PACKAGES)
+    ]
+    return (found[-1] if found else lines[0] if lines else "no message")[:500]
 
 
 def read_kafka(spark: SparkSession, config: PipelineConfig, *topics: str) -> DataFrame:
@@ -23,6 +70,8 @@ def read_kafka(spark: SparkSession, config: PipelineConfig, *topics: str) -> Dat
 
     ``failOnDataLoss`` is off so that a topic whose old records retention already
     deleted does not stop the pipeline; ``fusion reconcile`` covers such gaps.
+    One Spark partition per Kafka partition (no ``minPartitions``): the tasks'
+    transactional ids are derived from the Kafka partition they read.
     """
     options = config.kafka.as_spark_options() | {
         "subscribe": ",".join(topics),
@@ -39,40 +88,124 @@ def read_kafka(spark: SparkSession, config: PipelineConfig, *topics: str) -> Dat
 
 
 def start_foreach_batch(stream: DataFrame, stage: BatchStage) -> StreamingQuery:
-    """Start ``stream`` into ``stage``, checkpointed under ``<checkpoint_dir>/<stage.name>``."""
+    """Start ``stream`` into ``stage``, checkpointed under ``<checkpoint_dir>/<stage.name>``.
+
+    The stage's transactional id is claimed first: if another process runs
+    the same query, that one is fenced off now and fails at its next batch.
+    """
     config = stage.config
+    stage.lease.last_marker()
     return (
         stream.writeStream.queryName(f"{config.name}-{stage.name}")
         .foreachBatch(stage)
-        .option("checkpointLocation", str(stage.checkpoint))
+        .option("checkpointLocation", config.checkpoint(stage.name))
         .trigger(processingTime=config.pipeline.trigger_interval)
         .start()
     )
 
 
 class BatchStage:
-    """Base of the foreachBatch handlers: the clients a stage needs, built once per query.
+    """The driver side of a stage's foreachBatch (see the module docstring).
 
-    The handlers run in the driver, so these clients live as long as the query.
-    ``output`` writes a batch's Kafka records exactly once (:mod:`fusion.output`).
+    Subclasses name the query (``name``), their crash points (``points``) and
+    give the task function (:meth:`work`) and the columns it reads (:meth:`columns`).
     """
 
-    def __init__(self, config: PipelineConfig, metrics: Metrics, name: str) -> None:
+    def __init__(self, config: PipelineConfig, metrics: Metrics, name: str, points: str) -> None:
         self.config = config
         self.metrics = metrics
         self.name = name
-        self.checkpoint = config.checkpoint_dir / name
-        self.es = clients.elasticsearch(config.elasticsearch)
-        self.output = BatchOutput(config, name, metrics)
-        self.retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+        self.points = points
+        self.lease = TransactionalOutput(
+            config.kafka,
+            f"fusion-{config.name}-{name}",
+            config.markers_topic,
+            config.pipeline.retry_budget_seconds,
+            f"{points}.driver",
+            on_retry=lambda message: metrics.alert(KAFKA_ALERT, message),
+        )
+        self._query: str | None = None
+        self._totals: dict[str, int] | None = None
+        self._positions: dict[tuple[str, int], int] | None = None
 
-    def dlq_records(self, letters: Iterable[DeadLetter]) -> list[OutRecord]:
-        return [(self.config.dlq_topic, letter.key, letter.to_bytes()) for letter in letters]
+    def work(self) -> tasks.Work:
+        raise NotImplementedError
 
-    def enriched_records(self, confirmed: Iterable[Confirmed]) -> list[OutRecord]:
-        """The enriched topic's records for documents Elasticsearch confirmed."""
-        topic = self.config.enriched_topic
-        return [(topic, item.record.key, dumps(item.record.doc)) for item in confirmed]
+    def columns(self, batch: DataFrame) -> DataFrame:
+        return batch.select(*KAFKA_COLUMNS)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        raise NotImplementedError
+        files = CheckpointFiles(batch.sparkSession, self.config.checkpoint(self.name))
+        query = self._query_id(files)
+        job = tasks.Job(self.config, self.name, self.points, query, batch_id)
+        try:
+            rows = run_tasks(self.columns(batch), tasks.partition_function(job, self.work()))
+        except Py4JJavaError as exc:
+            raise _short(self.name, exc) from None
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row.name] = counts.get(row.name, 0) + row.value
+        self._commit(files, query, batch_id, counts, rows)
+
+    def _commit(
+        self, files: CheckpointFiles, query: str, batch_id: int, counts: dict[str, int], rows: Any
+    ) -> None:
+        ends = batch_offsets(files, batch_id)
+        positions = ends[1] if ends else {}
+        if not counts and positions == self._positions:
+            return  # an idle trigger (the counter's timers run one): nothing to commit
+        totals = self._cumulative(query)
+        if self.lease.committed(query, batch_id) is not None:
+            return  # a replay of a batch this stage finished and counted already
+        offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
+        merged = {name: totals.get(name, 0) + counts.get(name, 0) for name in totals | counts}
+        self.lease.publish(query, batch_id, [], merged, offsets, take_over=False)
+        self.metrics.clear_alert(KAFKA_ALERT)
+        self._totals = merged
+        self._positions = positions
+        self.metrics.add_all(counts)
+        for row in rows:
+            self.metrics.add_executor(row.executor, row.name, row.value)
+
+    def _query_id(self, files: CheckpointFiles) -> str:
+        if self._query is None:
+            found = query_id(files)
+            if found is None:
+                raise RuntimeError(f"no query metadata in {files.uri}")
+            self._query = found
+        return self._query
+
+    def _cumulative(self, query: str) -> dict[str, int]:
+        """The stage's counts so far: from its marker when the query (re)started."""
+        if self._totals is None:
+            marker = self.lease.last_marker()
+            same = marker is not None and marker.query == query
+            self._totals = dict(marker.counts) if marker is not None and same else {}
+        return self._totals
+
+
+def _short(query: str, error: Py4JJavaError) -> Exception:
+    """The error to fail the micro-batch with: one readable line, not a stack trace.
+
+    Spark matches the text of a foreachBatch error with a regular expression
+    that recurses per character (``StreamExecution.PROXY_ERROR``) and
+    overflows the JVM's stack on a long trace; a short text also reads better.
+    A job cancelled because the query is being stopped keeps the words by
+    which Spark recognises an interruption.
+    """
+    text = str(error)
+    if any(sign in text for sign in ("InterruptedException", "SPARK_JOB_CANCELLED")):
+        return InterruptedError(
+            "py4j.protocol.Py4JJavaError: An error occurred while calling collectToPython: "
+            "java.lang.InterruptedException (the query is stopping)"
+        )
+    return StageError(query, root_cause(text))
+
+
+def run_tasks(frame: DataFrame, function: Any) -> list[Any]:
+    """Run ``function`` over every partition of ``frame`` on the executors; their counts.
+
+    The collect brings back the tasks' summaries (a few rows per task, see
+    :mod:`fusion.tasks`), never a record of the batch.
+    """
+    return frame.mapInArrow(function, tasks.RESULT_SCHEMA).collect()

@@ -2,11 +2,11 @@
 
 Three inputs:
 
-- the metrics ``fusion run`` writes to ``<checkpoint_dir>/metrics.json`` on every
-  tick (counts since that run started: records indexed, acks, dead letters,
-  fires, enrichments, Elasticsearch requests, latencies);
-- consumer lag: each query's last committed offsets (its checkpoint's
-  ``offsets/`` log) against the topics' end offsets in Kafka;
+- every component's counts since its checkpoint was created: the marker its
+  driver commits with each micro-batch (:mod:`fusion.spark_io`), read from
+  Kafka, so it does not matter which process (or machine) runs a component;
+- consumer lag: the input offsets committed with that marker (the component's
+  consumer group, ``fusion-<pipeline>-<query>``) against the topics' end offsets;
 - the counter's state (:mod:`fusion.counter_state`): pending keys by missing source.
 
 :func:`build` assembles them (pure); :func:`gather` reads them.
@@ -14,11 +14,9 @@ Three inputs:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import TopicPartition
@@ -28,6 +26,8 @@ from fusion.config import PipelineConfig
 from fusion.counter import KeyState, Rules
 from fusion.counter_state import all_states
 from fusion.enricher_query import input_topics
+from fusion.metrics import histogram_percentiles
+from fusion.output import Marker, read_markers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,60 +35,70 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Inputs:
-    metrics: Mapping[str, Any]  # a Metrics.snapshot()
-    lag: Mapping[str, int | None]  # stage -> records behind, None if it never ran
+    metrics: Mapping[str, Any]  # shaped like a Metrics.snapshot()
+    lag: Mapping[str, int | None]  # stage -> records behind, None if it never committed
     states: list[KeyState]  # empty when the counter's state was not read
 
 
 def gather(
     spark: SparkSession | None, config: PipelineConfig, metrics: Mapping[str, Any] | None = None
 ) -> Inputs:
-    """Read the inputs; ``metrics`` defaults to the last ``metrics.json`` of ``fusion run``."""
+    """Read the inputs; ``metrics`` defaults to the components' markers in Kafka."""
+    markers = stage_markers(config)
     if metrics is None:
-        path = config.checkpoint_dir / "metrics.json"
-        metrics = json.loads(path.read_text()) if path.exists() else {}
+        counts: Counter[str] = Counter()
+        for marker, _ in markers.values():
+            counts.update(marker.counts if marker is not None else {})
+        metrics = {"counters": dict(counts), "latency_seconds": histogram_percentiles(counts)}
     states = list(all_states(spark, config)) if spark is not None else []
-    return Inputs(metrics, consumer_lag(config), states)
+    return Inputs(metrics, lag_of(config, markers), states)
 
 
 def stage_inputs(config: PipelineConfig) -> dict[str, list[str]]:
-    """Each query's checkpoint name and the topics it reads."""
+    """Each query's name and the topics it reads."""
     stages = {f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources}
     return stages | {"counter": [config.acks_topic], "enricher": input_topics(config)}
 
 
+def stage_markers(
+    config: PipelineConfig, only: str | None = None
+) -> dict[str, tuple[Marker | None, dict[tuple[str, int], int]]]:
+    """Each query's (or ``only`` that one's) last marker and committed input offsets."""
+    inputs = {s: t for s, t in stage_inputs(config).items() if only is None or s == only}
+    groups = {f"fusion-{config.name}-{stage}": topics for stage, topics in inputs.items()}
+    found = read_markers(config.kafka, config.markers_topic, groups)
+    return {group.removeprefix(f"fusion-{config.name}-"): value for group, value in found.items()}
+
+
 def consumer_lag(config: PipelineConfig, only: str | None = None) -> dict[str, int | None]:
     """Records (plus transaction markers) each query (or ``only`` that one) still has to read."""
-    inputs = {s: t for s, t in stage_inputs(config).items() if only is None or s == only}
-    committed = {stage: _committed_offsets(config.checkpoint_dir / stage) for stage in inputs}
-    ends = _end_offsets(config, {t for topics in inputs.values() for t in topics})
+    return lag_of(config, stage_markers(config, only))
+
+
+def behind(config: PipelineConfig, stages: list[str]) -> int:
+    """Records ``stages`` still have to read; a stage that never committed counts from 0."""
+    markers = {stage: stage_markers(config, stage)[stage] for stage in stages}
+    return sum(lag or 0 for lag in lag_of(config, markers, unstarted_from_zero=True).values())
+
+
+def lag_of(
+    config: PipelineConfig,
+    markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]],
+    unstarted_from_zero: bool = False,
+) -> dict[str, int | None]:
+    inputs = stage_inputs(config)
+    ends = _end_offsets(config, {t for stage in markers for t in inputs[stage]})
     lag: dict[str, int | None] = {}
-    for stage, topics in inputs.items():
-        offsets = committed[stage]
-        if offsets is None:
+    for stage, (marker, offsets) in markers.items():
+        if marker is None and not unstarted_from_zero:
             lag[stage] = None
             continue
         lag[stage] = sum(
-            max(0, end - offsets.get(topic, {}).get(partition, 0))
+            max(0, end - offsets.get((topic, partition), 0))
             for (topic, partition), end in ends.items()
-            if topic in topics
+            if topic in inputs[stage]
         )
     return lag
-
-
-def _committed_offsets(checkpoint: Path) -> dict[str, dict[int, int]] | None:
-    """The end offsets of the query's last committed batch, from its offset and commit logs."""
-    done = {p.name for p in (checkpoint / "commits").glob("*") if p.name.isdigit()}
-    logs = [p for p in (checkpoint / "offsets").glob("*") if p.name in done]
-    if not logs:
-        return None
-    latest = max(logs, key=lambda p: int(p.name))
-    offsets: dict[str, dict[int, int]] = {}
-    # Line 1 is the log version, line 2 the batch metadata, then one line per source.
-    for line in latest.read_text().splitlines()[2:]:
-        for topic, partitions in json.loads(line).items():
-            offsets[topic] = {int(p): int(o) for p, o in partitions.items()}
-    return offsets
 
 
 def _end_offsets(config: PipelineConfig, topics: set[str]) -> dict[tuple[str, int], int]:

@@ -2,7 +2,8 @@
 
     spark-submit $(fusion spark-submit-args) --config pipeline.toml --only counter
 
-``fusion spark-submit-args`` prints ``--jars <connector jars> <path of this file>``.
+``fusion spark-submit-args`` prints ``--jars <connector jars> --py-files <Fusion's
+code as a zip> <path of this file>``: the executors get Fusion from the zip.
 """
 
 import sys

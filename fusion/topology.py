@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.cimpl import NewTopic
 from elasticsearch import BadRequestError, Elasticsearch
 
 from fusion import clients
+from fusion.checkpoint import CheckpointFiles
 from fusion.config import PipelineConfig
 from fusion.errors import FusionError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class TopologyError(FusionError):
@@ -89,13 +94,39 @@ def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
     return created
 
 
-def delete_all(config: PipelineConfig) -> None:
-    """Delete the pipeline's topics, indexes and checkpoints (the demo starts afresh)."""
+def delete_all(config: PipelineConfig, spark: SparkSession | None = None) -> None:
+    """Delete the pipeline's topics, indexes and checkpoints (the demo starts afresh).
+
+    A checkpoint outside the local file system is deleted through ``spark``'s
+    Hadoop file system; without a session only a ``file://`` one can be.
+    """
     delete_topics(config, config.all_topics())
     es = clients.elasticsearch(config.elasticsearch)
     indexes = [config.index_of(s) for s in config.sources] + [config.enriched_index]
     es.options(ignore_status=404).indices.delete(index=",".join(indexes))
-    shutil.rmtree(config.checkpoint_dir, ignore_errors=True)
+    delete_checkpoints(config, spark)
+    delete_groups(config)
+
+
+def delete_checkpoints(config: PipelineConfig, spark: SparkSession | None = None) -> None:
+    uri = config.checkpoint_dir
+    if spark is not None:
+        CheckpointFiles(spark, uri).delete()
+    elif uri.startswith("file:"):
+        shutil.rmtree(urlparse(uri).path, ignore_errors=True)
+    else:
+        raise TopologyError(f"checkpoints at {uri}", "deleting them needs a Spark session")
+
+
+def delete_groups(config: PipelineConfig) -> None:
+    """Forget the pipeline's markers (consumer groups named ``fusion-<pipeline>-...``)."""
+    admin = clients.kafka_admin(config.kafka)
+    prefix = f"fusion-{config.name}-"
+    listed = admin.list_consumer_groups(request_timeout=15).result()
+    groups = [g.group_id for g in listed.valid if g.group_id.startswith(prefix)]
+    if groups:
+        for future in admin.delete_consumer_groups(groups, request_timeout=15).values():
+            future.result()
 
 
 def delete_topics(config: PipelineConfig, topics: list[str]) -> None:

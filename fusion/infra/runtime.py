@@ -6,8 +6,11 @@
 2. fetch what the cache lacks (Kafka jars, Elasticsearch, Spark connector) with Maven;
 3. check the ports are free (a service already running from an earlier ``up`` is kept);
 4. start both servers, each in its own process group, data under the state directory;
-5. wait until Kafka answers metadata and Elasticsearch reports yellow/green health,
-   stopping both and showing the log tail of the one that failed otherwise;
+   with ``spark_workers``, also a Spark standalone master and that many workers
+   (:mod:`fusion.infra.spark`);
+5. wait until Kafka answers metadata, Elasticsearch reports yellow/green health
+   and the Spark master counts its workers, stopping what it started and
+   showing the log tail of the one that failed otherwise;
 6. record ports and versions in ``runtime.json`` for ``status`` and ``down``.
 """
 
@@ -27,10 +30,11 @@ from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch, g
 from fusion.infra.java import java_home
 from fusion.infra.kafka import KafkaPorts, LocalKafka
 from fusion.infra.process import free_port, port_is_free
+from fusion.infra.spark import LocalSparkCluster, SparkPorts
 from fusion.settings import RuntimeSettings
 
-Service = Literal["kafka", "elasticsearch"]
-SERVICES: tuple[Service, ...] = ("kafka", "elasticsearch")
+Service = Literal["kafka", "elasticsearch", "spark"]
+SERVICES: tuple[Service, ...] = ("kafka", "elasticsearch", "spark")
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Endpoints:
     es_url: str
     kafka_version: str
     es_version: str
+    spark_master: str | None = None  # spark://127.0.0.1:<port> when workers were started
 
 
 @dataclass(frozen=True)
@@ -91,14 +96,21 @@ class LocalRuntime:
     def elasticsearch(self) -> LocalElasticsearch:
         return LocalElasticsearch(self.cache.elasticsearch_home(), self.state_dir, self.es_heap)
 
+    def spark(self, workers: int | None = None) -> LocalSparkCluster:
+        """The standalone cluster, with ``workers`` (default: as many as were started)."""
+        recorded = self._read_state().get("spark", {}).get("workers", 0)
+        return LocalSparkCluster(self.state_dir, workers if workers is not None else recorded)
+
     def up(
         self,
         kafka_port: int = 9092,
         es_port: int = 9200,
         on_step: Callable[[str], None] = _ignore,
         timeout: float = 180.0,
+        spark_workers: int = 0,
+        spark_port: int = 7077,
     ) -> Endpoints:
-        """Start whatever is not running yet and wait until both servers are healthy."""
+        """Start whatever is not running yet and wait until every server is healthy."""
         java_home()
         for name in self.cache.missing():
             on_step(f"fetching {name} with Maven (first run only)")
@@ -106,7 +118,7 @@ class LocalRuntime:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         state = self._read_state()
         kafka, es = self.kafka(), self.elasticsearch()
-        started: list[LocalKafka | LocalElasticsearch] = []
+        started: list[LocalKafka | LocalElasticsearch | LocalSparkCluster] = []
         try:
             if not _reuse(kafka, state.get("kafka"), kafka_port, "--kafka-port"):
                 on_step(f"starting Kafka {KAFKA_VERSION} on 127.0.0.1:{kafka_port}")
@@ -123,25 +135,70 @@ class LocalRuntime:
                     "port": es_ports.http,
                     "transport_port": es_ports.transport,
                 }
+            if spark_workers:
+                cluster = self._start_spark(state, spark_workers, spark_port, on_step)
+                started.append(cluster)
             self._write_state(state)
             endpoints = self._endpoints(state)
-            on_step("waiting for Kafka and Elasticsearch to become healthy")
+            on_step("waiting for the servers to become healthy")
             self._wait_healthy(kafka, es, endpoints, timeout)
+            if spark_workers:
+                self._wait_spark(cluster, state["spark"]["ui_port"], timeout)
         except BaseException:
             for service in started:
-                service.process.stop()
+                service.stop() if isinstance(service, LocalSparkCluster) else service.process.stop()
             raise
         return self._endpoints(state, with_es_version=True)
 
+    def _start_spark(
+        self, state: dict[str, Any], workers: int, port: int, on_step: Callable[[str], None]
+    ) -> LocalSparkCluster:
+        cluster = LocalSparkCluster(self.state_dir, workers)
+        recorded = state.get("spark")
+        if cluster.is_running() and recorded:
+            if recorded["port"] != port or recorded["workers"] != workers:
+                raise InfraError(
+                    f"a Spark master with {recorded['workers']} worker(s) already runs on "
+                    f"port {recorded['port']}; run `fusion infra down` first"
+                )
+            return cluster
+        if not port_is_free(port):
+            raise PortInUseError("the Spark master", port, "--spark-port")
+        ports = SparkPorts(port, _companion_port(port, 1003))
+        on_step(f"starting a Spark master on 127.0.0.1:{port} and {workers} worker(s)")
+        cluster.start(ports)
+        state["spark"] = {"port": port, "ui_port": ports.master_ui, "workers": workers}
+        return cluster
+
+    def _wait_spark(self, cluster: LocalSparkCluster, ui_port: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not cluster.healthy(ui_port):
+            if not cluster.is_running():
+                raise ServerStartError("spark", "the master exited", cluster.log_tail())
+            if time.monotonic() > deadline:
+                alive = cluster.alive_workers(ui_port)
+                raise ServerStartError(
+                    "spark",
+                    f"{alive} of {cluster.workers} worker(s) registered after {timeout:.0f} s",
+                    cluster.log_tail(),
+                )
+            time.sleep(0.5)
+
     def down(self, purge: bool = False) -> None:
-        """Stop both servers (nothing of ours keeps running); with ``purge``, delete their data."""
+        """Stop every server (nothing of ours keeps running); with ``purge``, delete their data."""
+        self.spark().stop()
         for service in self._services():
             service.process.stop()
+        state = self._read_state()
+        if state.pop("spark", None) is not None and self.state_dir.is_dir():
+            self._write_state(state)
         if purge:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def stop_service(self, name: Service) -> None:
         """Stop one server, keeping its data: ``up`` with the same ports starts it again."""
+        if name == "spark":
+            self.spark().stop()
         for service in self._services():
             if service.name == name:
                 service.process.stop()
@@ -165,9 +222,26 @@ class LocalRuntime:
             result.append(
                 ServiceStatus(service.name, pid is not None, healthy, address, version, pid)
             )
+        spark = state.get("spark")
+        if spark:
+            cluster = self.spark()
+            pid = cluster.master.pid()
+            alive = cluster.alive_workers(spark["ui_port"]) if pid else 0
+            result.append(
+                ServiceStatus(
+                    "spark",
+                    pid is not None,
+                    pid is not None and alive >= spark["workers"],
+                    f"spark://127.0.0.1:{spark['port']}",
+                    f"{_spark_version()}, {alive} of {spark['workers']} worker(s) alive",
+                    pid,
+                )
+            )
         return result
 
     def log_file(self, service: Service) -> Path:
+        if service == "spark":
+            return self.spark().master.log_file
         return (self.kafka() if service == "kafka" else self.elasticsearch()).process.log_file
 
     def endpoints(self) -> Endpoints:
@@ -209,11 +283,13 @@ class LocalRuntime:
         if "kafka" not in state or "elasticsearch" not in state:
             raise InfraError("the local runtime is not set up: run `fusion infra up` first")
         es_url = f"http://127.0.0.1:{state['elasticsearch']['port']}"
+        spark = state.get("spark")
         return Endpoints(
             kafka_bootstrap=f"127.0.0.1:{state['kafka']['port']}",
             es_url=es_url,
             kafka_version=KAFKA_VERSION,
             es_version=(_es_version(es_url) or "unknown") if with_es_version else "unknown",
+            spark_master=f"spark://127.0.0.1:{spark['port']}" if spark else None,
         )
 
     def _read_state(self) -> dict[str, Any]:
@@ -253,6 +329,12 @@ def _companion_port(port: int, offset: int) -> int:
     if candidate <= 65535 and port_is_free(candidate):
         return candidate
     return free_port()
+
+
+def _spark_version() -> str:
+    import pyspark
+
+    return f"Spark {pyspark.__version__}"
 
 
 def _es_version(url: str) -> str | None:

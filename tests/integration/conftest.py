@@ -15,9 +15,13 @@ import contextlib
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,13 +32,17 @@ from elasticsearch import Elasticsearch
 from fusion import clients
 from fusion.infra.process import free_port
 from fusion.infra.runtime import Endpoints, LocalRuntime
+from fusion.infra.spark import LocalSparkCluster, SparkPorts
 from fusion.settings import ElasticsearchSettings, RuntimeSettings, Settings
 
 log = logging.getLogger("fusion.tests")
 
 KAFKA_IMAGE = "confluentinc/cp-kafka:7.9.0"
 SERVER_LINES: list[str] = []  # repeated in the terminal summary, see tests/conftest.py
+# (guarantee, why) for every test that could not check its guarantee: printed at the end.
+UNCHECKED: list[tuple[str, str]] = []
 ES_IMAGE = "elasticsearch:8.7.1"
+_CONTAINERS: dict[str, Any] = {}
 
 
 def _docker_available() -> bool:
@@ -62,27 +70,57 @@ def _containers() -> Iterator[Endpoints]:
         "ES_JAVA_OPTS", "-Xms512m -Xmx512m"
     )
     with kafka, es:
+        _CONTAINERS.update(kafka=kafka, elasticsearch=es)
         es_url = es.get_url()
         yield Endpoints(kafka.get_bootstrap_server(), es_url, KAFKA_IMAGE, _es_version(es_url))
 
 
+Service = Literal["kafka", "elasticsearch"]
+
+
 class ServerControl:
-    """Stops and restarts the session's servers for the outage tests (local launcher only)."""
+    """Takes the session's own servers down and up again, for the outage tests.
 
-    def __init__(self, runtime: LocalRuntime | None, endpoints: Endpoints) -> None:
+    - local launcher: the server's processes are stopped, and started again on
+      the same ports with the same data;
+    - testcontainers: the container is paused and unpaused (its mapped ports
+      stay the same, and clients meet a server that stopped answering);
+    - external servers (``FUSION_TEST_*``): they are not ours to stop. The test
+      is skipped and its guarantee listed as UNCHECKED at the end of the run.
+    """
+
+    def __init__(
+        self, runtime: LocalRuntime | None, containers: dict[str, Any], endpoints: Endpoints
+    ) -> None:
         self.runtime = runtime
+        self.containers = containers
         self.endpoints = endpoints
+        self.stopped: list[Service] = []
 
-    def stop(self, service: Literal["kafka", "elasticsearch"]) -> None:
-        if self.runtime is None:
-            pytest.skip("stopping a server mid-test needs the local launcher (fusion infra)")
-        self.runtime.stop_service(service)
+    def require(self, guarantee: str) -> None:
+        """Skip (loudly) unless this fixture mode lets a test stop the servers."""
+        if self.runtime is None and not self.containers:
+            reason = "the servers come from FUSION_TEST_*; Fusion cannot stop them"
+            UNCHECKED.append((guarantee, reason))
+            pytest.skip(f"UNCHECKED: {guarantee}: {reason}")
+
+    def stop(self, service: Service) -> None:
+        if self.runtime is not None:
+            self.runtime.stop_service(service)
+        else:
+            self.containers[service].get_wrapped_container().pause()
+        self.stopped.append(service)
 
     def start(self) -> None:
-        assert self.runtime is not None
-        kafka_port = int(self.endpoints.kafka_bootstrap.rsplit(":", 1)[1])
-        es_port = int(self.endpoints.es_url.rsplit(":", 1)[1])
-        self.runtime.up(kafka_port=kafka_port, es_port=es_port)
+        """Bring back whatever :meth:`stop` took down."""
+        if self.runtime is not None:
+            kafka_port = int(self.endpoints.kafka_bootstrap.rsplit(":", 1)[1])
+            es_port = int(self.endpoints.es_url.rsplit(":", 1)[1])
+            self.runtime.up(kafka_port=kafka_port, es_port=es_port)
+        else:
+            for service in self.stopped:
+                self.containers[service].get_wrapped_container().unpause()
+        self.stopped.clear()
 
 
 _RUNTIMES: list[LocalRuntime] = []
@@ -145,7 +183,7 @@ def servers(request: pytest.FixtureRequest) -> Iterator[Endpoints]:
 
 @pytest.fixture(scope="session")
 def server_control(servers: Endpoints) -> ServerControl:
-    return ServerControl(_RUNTIMES[0] if _RUNTIMES else None, servers)
+    return ServerControl(_RUNTIMES[0] if _RUNTIMES else None, _CONTAINERS, servers)
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +191,7 @@ def settings(servers: Endpoints) -> Settings:
     env = {
         "FUSION_KAFKA_BOOTSTRAP": servers.kafka_bootstrap,
         "FUSION_ES_URL": servers.es_url,
-        "FUSION_SPARK_MASTER": "local[2]",
+        "FUSION_SPARK_MASTER": "local[2,4]",
         "FUSION_SPARK_SHUFFLE_PARTITIONS": "2",
     }
     if "FUSION_HOME" in os.environ:
@@ -213,3 +251,47 @@ def make_index(es: Elasticsearch) -> Iterator[Callable[[str], str]]:
     yield make
     for name in names:
         es.options(ignore_status=404).indices.delete(index=name)
+
+
+@dataclass(frozen=True)
+class SparkCluster:
+    """A standalone master and its workers, started for the session from the pyspark install."""
+
+    master: str
+    worker_dirs: tuple[Path, ...]
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(settings: Settings) -> Iterator[SparkCluster]:
+    state_dir = Path(tempfile.mkdtemp(prefix="test-spark-", dir=_ensure(settings.runtime.home)))
+    cluster = LocalSparkCluster(state_dir, workers=2)
+    ports = SparkPorts(free_port(), free_port())
+    try:
+        cluster.start(ports)
+        deadline = time.monotonic() + 120
+        while not cluster.healthy(ports.master_ui):
+            assert time.monotonic() < deadline, cluster.log_tail()
+            time.sleep(0.5)
+        yield SparkCluster(
+            f"spark://127.0.0.1:{ports.master}",
+            tuple(cluster.worker_dir(i) for i in (1, 2)),
+        )
+    finally:
+        cluster.stop()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def executor_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Python with Fusion's dependencies but not Fusion: executors must get it shipped.
+
+    A bare virtualenv whose one ``.pth`` line puts this environment's
+    site-packages on its path. That line does not run the ``.pth`` files found
+    there, so the editable install of Fusion (a path hook) does not come along.
+    """
+    venv = tmp_path_factory.mktemp("executor-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
+    target = next((venv / "lib").glob("python3*/site-packages"))
+    (target / "fusion-dependencies.pth").write_text(site + "\n")
+    return venv / "bin" / "python"

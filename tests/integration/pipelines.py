@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from fusion import clients, pipeline, topology
 from fusion.config import PipelineConfig
+from fusion.health import HealthWatch
 from fusion.metrics import Metrics
 from fusion.settings import Settings
 
@@ -25,7 +28,7 @@ def make_config(
     data["pipeline"] = {
         "name": name,
         "key_field": "entity_id",
-        "checkpoint_dir": checkpoints / name,
+        "checkpoint_dir": str(checkpoints / name),
         "trigger_interval": "200 milliseconds",
     } | pipeline_options
     data["sources"] = [{"name": s, "topic": f"{name}.{s}"} for s in sources]
@@ -112,11 +115,13 @@ class RunningPipeline:
         pipeline.prepare(config)
         everything = pipeline.select(config, None)
         self.queries = pipeline.start(spark, config, everything, self.metrics)
+        self.health = HealthWatch(config, self.metrics).__enter__()
 
     def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
         pipeline.wait_until(condition, self.queries, timeout, what)
 
     def stop(self) -> None:
+        self.health.__exit__(None, None, None)
         for query in self.queries:
             query.stop()
 
@@ -140,3 +145,49 @@ def write_config_file(settings: Settings, path: Path, sources: list[str], **opti
     lines += ["[elasticsearch]", f'url = "{settings.elasticsearch.url}"']
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+@contextlib.contextmanager
+def worker_env(spark: Any, **env: str) -> Iterator[None]:
+    """Environment variables for the Python workers of tasks started while inside.
+
+    Spark hands ``SparkContext.environment`` to every Python worker it starts
+    for a task, so fault injection (:mod:`fusion.faults`) reaches the
+    executors of the session the tests share, and leaves with the block.
+    """
+    environment = spark.sparkContext.environment
+    saved = {name: environment.get(name) for name in env}
+    environment.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                environment.pop(name, None)
+            else:
+                environment[name] = value
+
+
+def assert_exact_join(
+    settings: Settings,
+    config: PipelineConfig,
+    expected: dict[str, Any],
+    no_dead_letters: bool = True,
+) -> None:
+    """The pipeline's whole output is the expected join, each complete key exactly once.
+
+    Every complete key (and no other) fired once on the committed ready topic,
+    has its enriched document, equal to the expected join, and appears once on
+    the enriched topic; with ``no_dead_letters``, the DLQ is empty.
+    """
+    ready = Counter(key for key, _ in read_topic(settings, config.ready_topic))
+    assert ready == Counter(set(expected)), "each complete key fired exactly once, no other"
+    docs = enriched_docs(settings, config)
+    assert set(docs) == set(expected)
+    for key, doc in docs.items():
+        doc.pop("fusion")
+        assert doc == expected[key], key
+    enriched = Counter(key for key, _ in read_topic(settings, config.enriched_topic))
+    assert enriched == Counter(set(expected)), "the enriched topic has each key exactly once"
+    if no_dead_letters:
+        assert read_topic(settings, config.dlq_topic) == []

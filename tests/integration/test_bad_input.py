@@ -47,6 +47,7 @@ BAD_RECORDS = {
     "mapping-conflict": b'{"entity_id": "X3", "amount": "twelve"}',
     "oversized": b'{"entity_id": "X4", "blob": "' + b"x" * MAX_BYTES + b'"}',
 }
+MALFORMED_READY = b'{"key": "K-garbled", "sources": "not a list"}'
 
 
 @dataclass
@@ -91,9 +92,10 @@ def bad_run(
         good.records
         + bad
         + [(config.acks_topic, stray.key, stray.to_bytes())]
-        + [(config.ready_topic, gone.key, gone.to_bytes())],
+        + [(config.ready_topic, gone.key, gone.to_bytes())]
+        + [(config.ready_topic, "K-garbled", MALFORMED_READY)],
     )
-    expected_dead = len(BAD_RECORDS) + 2
+    expected_dead = len(BAD_RECORDS) + 3
     metrics = run_pipeline(
         spark,
         config,
@@ -149,22 +151,29 @@ def test_an_ack_for_a_source_not_in_the_config(bad_run: BadRun) -> None:
     assert bad_run.metrics.get("counter.dlq") == 1
 
 
+def test_a_malformed_ready_event_is_dead_lettered_by_the_enricher(bad_run: BadRun) -> None:
+    letter = bad_run.letter(MALFORMED_READY)
+    assert letter["stage"] == "enricher" and letter["reason"].startswith("malformed ready event")
+    assert letter["topic"] == bad_run.config.ready_topic and letter["offset"] >= 0
+    assert "K-garbled" not in bad_run.enriched
+
+
 def test_a_ready_event_whose_documents_are_gone_is_rechecked_and_reported(
     bad_run: BadRun,
 ) -> None:
-    [letter] = [d for d in bad_run.dead if d["stage"] == "enricher"]
+    [letter] = [d for d in bad_run.dead if d["stage"] == "enricher" and d["key"] == "K-gone"]
     assert "no longer has source(s) ['billing', 'insurance']" in letter["reason"]
     assert letter["key"] == "K-gone" and letter["topic"] == bad_run.config.ready_topic
     assert "K-gone" not in bad_run.enriched
-    assert bad_run.metrics.get("enricher.dlq") == 1
+    assert bad_run.metrics.get("enricher.dlq") == 2  # this one and the malformed event
 
 
 def test_the_pipeline_kept_going_and_the_status_line_counts_the_dead_letters(
     bad_run: BadRun,
 ) -> None:
     assert set(bad_run.enriched) == set(bad_run.expected)
-    assert "dlq 9" in " ".join(status_line(bad_run.metrics).split())
-    assert len(bad_run.dead) == len(BAD_RECORDS) + 2
+    assert "dlq 10" in " ".join(status_line(bad_run.metrics).split())
+    assert len(bad_run.dead) == len(BAD_RECORDS) + 3
 
 
 def test_an_unreachable_server_stops_at_start_with_one_line_and_no_secret(

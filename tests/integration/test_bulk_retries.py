@@ -75,7 +75,9 @@ def test_exhausted_retry_budget_fails_the_batch_with_a_clear_error(
         write_documents(es, target, _records(3), FAST)
 
     assert caught.value.pending == 3
-    assert "status 429" in str(caught.value) and "resumes from its checkpoint" in str(caught.value)
+    assert "status 429" in str(caught.value) and "still failing after all retries" in str(
+        caught.value
+    )
     assert es.bulk_calls == FAST.attempts
 
 

@@ -1,13 +1,25 @@
-"""The crash matrix: `fusion run` is SIGKILLed at the dangerous points, restarted, and checked.
+"""The crash matrix: `fusion run` is killed at the dangerous points, run again, and checked.
 
 Each run is a separate `fusion run` process (its own Spark driver and JVM)
-on the same checkpoints. ``FUSION_CRASH_AT`` makes the process SIGKILL itself
-at one named point (:mod:`fusion.faults`); the test then kills what is left of
-its process group, like a lost machine, and starts the next run. A run that
-exits any other way fails the test: every kill point must really be hit.
-After the last, clean run the result is compared with the generator's
-expected join: every complete key enriched, none missing, no key fired twice
-in the committed ready topic, no incomplete key fired.
+on the same checkpoints, given a fresh slice of the data so that every stage
+has work when its kill point is armed. ``FUSION_CRASH_AT`` (:mod:`fusion.faults`)
+kills, at one named point:
+
+- the driver process (``<stage>.driver.*``: between the tasks' commits and
+  the driver's batch marker, or after it but before Spark's commit): the run
+  dies by SIGKILL, and the next run resumes from the checkpoints;
+- the executor JVM (``...:jvm``; in local mode the whole Spark application):
+  the run dies, and the next one resumes;
+- the Python worker of a task (every other point: inside the bulk write, the
+  lookup, an open Kafka transaction, ...): Spark retries the task in a fresh
+  worker, which takes over the task's transactional id; the run goes on to
+  the end.
+
+A point must really be hit (``FUSION_FAULT_DIR`` records it), and a run must
+end the way its kill says. After the last, clean run the result is compared
+with the generator's expected join: every complete key enriched, none
+missing, no key fired twice in the committed ready topic, no incomplete key
+fired, the enriched topic has each key exactly once.
 """
 
 from __future__ import annotations
@@ -18,44 +30,54 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
-from fusion import clients, topology
+from fusion import clients, faults, topology
 from fusion.config import PipelineConfig
 from fusion.generator import Dataset, GenOptions, build_dataset, produce
 from fusion.settings import Settings
-from tests.integration.pipelines import drop, enriched_docs, read_topic, write_config_file
+from tests.integration.pipelines import assert_exact_join, drop, write_config_file
 
 BIN = Path(sys.executable).parent
 SOURCES = ["billing", "insurance", "medicine"]
-# (crash point, records produced just before the run)
-FIRST_WAVE = [
-    "indexer.after_bulk",  # documents in Elasticsearch, no ack yet
-    "counter.before_commit",  # ready events produced inside the open transaction
-    "counter.after_commit",  # ready events committed, Spark's batch not
-    "enricher.after_lookup",  # between the ready event and the enriched write
-    "enricher.after_write",  # enriched documents written, the enriched topic not
-]
-SECOND_WAVE = [
-    "indexer.before_bulk",  # during indexing
-    "enricher.before_commit",  # enriched records inside the open transaction
+# One run per entry, each after its own slice of the data: (points armed, how the run ends).
+RUNS: list[tuple[list[str], str]] = [
+    (["indexer.driver.before_commit"], "killed"),  # tasks committed acks, the driver not
+    (["counter.driver.after_commit"], "killed"),  # counted and committed, Spark's batch not
+    (["enricher.after_lookup:jvm"], "died"),  # the whole JVM, between lookup and write
+    # Tasks' Python workers, each task retried in a fresh worker within the same run:
+    (
+        [
+            "indexer.before_bulk",  # during indexing
+            "indexer.after_bulk",  # documents in Elasticsearch, no ack yet
+            "indexer.after_commit",  # acks committed, Spark's batch not
+            "counter.before_commit",  # ready events inside the open transaction
+            "counter.after_commit",  # ready events committed, Spark's batch not
+            "enricher.after_write",  # enriched documents written, the enriched topic not
+            "enricher.before_commit",  # enriched records inside the open transaction
+            "enricher.after_commit",  # enriched records committed, Spark's batch not
+        ],
+        "finished",
+    ),
 ]
 RUN_TIMEOUT = 240.0
 
 
-def _run(config_file: Path, settings: Settings, crash_at: str | None) -> subprocess.Popen[str]:
+def _run(
+    config_file: Path, settings: Settings, points: list[str], fault_dir: Path
+) -> subprocess.Popen[str]:
     env = dict(
         os.environ,
         FUSION_HOME=str(settings.runtime.home),
-        FUSION_SPARK_MASTER="local[2]",
+        FUSION_SPARK_MASTER="local[2,4]",
         FUSION_SPARK_SHUFFLE_PARTITIONS="2",
+        FUSION_FAULT_DIR=str(fault_dir),
     )
-    env.pop("FUSION_CRASH_AT", None)
-    if crash_at is not None:
-        env["FUSION_CRASH_AT"] = crash_at
+    env.pop(faults.CRASH_ENV, None)
+    if points:
+        env[faults.CRASH_ENV] = ",".join(points)
     return subprocess.Popen(
-        [BIN / "fusion", "run", "--config", str(config_file)],
+        [BIN / "fusion", "run", "--config", str(config_file), "--stop-when-idle", "6"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -70,70 +92,70 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
     process.wait(timeout=30)
 
 
-def _crash(config_file: Path, settings: Settings, point: str) -> None:
-    process = _run(config_file, settings, point)
+def _crash(config_file: Path, settings: Settings, points: list[str], ends: str, tmp: Path) -> None:
+    fault_dir = tmp / f"faults-{len(list(tmp.glob('faults-*')))}"
+    fault_dir.mkdir()
+    process = _run(config_file, settings, points, fault_dir)
     try:
         code = process.wait(timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
         _kill_group(process)
-        raise AssertionError(f"the run never reached crash point {point}") from None
+        raise AssertionError(f"the run with {points} did not end") from None
     stderr = process.stderr.read() if process.stderr else ""
     _kill_group(process)
-    assert code == -signal.SIGKILL, f"run for {point} exited with {code}: {stderr[-2000:]}"
+    for point in points:
+        assert faults.hit(fault_dir, point.split(":")[0].split("@")[0]), (point, stderr[-2000:])
+    if ends == "killed":
+        assert code == -signal.SIGKILL, f"{points}: exited with {code}: {stderr[-2000:]}"
+    elif ends == "died":
+        assert code not in (0, -signal.SIGKILL), f"{points}: exited with {code}"
+        assert "Spark's JVM stopped answering" in stderr, stderr[-2000:]
+    else:
+        assert code == 0, f"{points}: a retried task must not fail the run: {stderr[-2000:]}"
 
 
 def _finish(config: PipelineConfig, config_file: Path, settings: Settings, data: Dataset) -> None:
-    """A clean run until every complete key is enriched, then a few more batches of quiet."""
-    process = _run(config_file, settings, None)
+    """A clean run until every complete key is enriched, then until it is idle."""
+    process = _run(config_file, settings, [], config_file.parent)
     es = clients.elasticsearch(config.elasticsearch)
     deadline = time.monotonic() + RUN_TIMEOUT
     try:
         while True:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            if process.poll() is not None:
+                break  # idle: it stopped by itself
             assert time.monotonic() < deadline, "the clean run did not enrich every key"
-            es.indices.refresh(index=config.enriched_index)
-            if es.count(index=config.enriched_index)["count"] >= len(data.expected):
-                break
             time.sleep(0.5)
+        stderr = process.stderr.read() if process.stderr else ""
+        assert process.returncode == 0, stderr[-2000:]
+        es.indices.refresh(index=config.enriched_index)
+        assert es.count(index=config.enriched_index)["count"] == len(data.expected)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
         _kill_group(process)
 
 
-def test_kill_dash_nine_at_seven_points_loses_nothing_and_fires_nothing_twice(
+def _slices(data: Dataset, count: int) -> list[list[tuple[str, str, bytes]]]:
+    """The records split by key into ``count`` slices (a key's records stay together)."""
+    keys = sorted({key for _, key, _ in data.records})
+    slice_of = {key: i * count // len(keys) for i, key in enumerate(keys)}
+    return [[r for r in data.records if slice_of[r[1]] == n] for n in range(count)]
+
+
+def test_kill_at_every_point_loses_nothing_and_fires_nothing_twice(
     settings: Settings, tmp_path: Path
 ) -> None:
     config_file = write_config_file(
         settings, tmp_path / "pipeline.toml", SOURCES, trigger_interval="200 milliseconds"
     )
     config = PipelineConfig.load(config_file, env={})
-    options = GenOptions(keys=80, seed=21, duplicate_rate=0.2, missing_rate=0.2)
+    options = GenOptions(keys=84, seed=21, duplicate_rate=0.2, missing_rate=0.2)
     data = build_dataset(config, options)
-    half = len(data.records) // 2
     topology.ensure_topics(config)
     try:
-        produce(config, data.records[:half])
-        for point in FIRST_WAVE:
-            _crash(config_file, settings, point)
-        produce(config, data.records[half:])
-        for point in SECOND_WAVE:
-            _crash(config_file, settings, point)
+        for records, (points, ends) in zip(_slices(data, len(RUNS)), RUNS, strict=True):
+            produce(config, records)
+            _crash(config_file, settings, points, ends, tmp_path)
         _finish(config, config_file, settings, data)
 
-        ready = Counter(key for key, _ in read_topic(settings, config.ready_topic))
-        assert set(ready) == set(data.expected), "complete keys fire, incomplete keys do not"
-        assert max(ready.values()) == 1, [k for k, n in ready.items() if n > 1]
-        docs = enriched_docs(settings, config)
-        assert set(docs) == set(data.expected)
-        for key, doc in docs.items():
-            doc.pop("fusion")
-            assert doc == data.expected[key]
-        on_topic = Counter(key for key, _ in read_topic(settings, config.enriched_topic))
-        assert on_topic == Counter(set(data.expected)), "enriched topic: each key exactly once"
-        assert read_topic(settings, config.dlq_topic) == []
+        assert_exact_join(settings, config, data.expected)
     finally:
         drop(config)

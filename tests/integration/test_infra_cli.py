@@ -33,17 +33,24 @@ def test_up_status_down_keeps_data_and_purge_deletes_it(
 ) -> None:
     settings = Settings.load()
     es_url = f"http://127.0.0.1:{settings.runtime.es_port}"
+    spark_port = free_port()
     try:
-        assert main(["infra", "up"]) == 0
-        capsys.readouterr()
+        up = ["infra", "up", "--spark-workers", "2", "--spark-port", str(spark_port)]
+        assert main(up) == 0
+        assert f"FUSION_SPARK_MASTER=spark://127.0.0.1:{spark_port}" in capsys.readouterr().out
         assert main(["infra", "status", "--json"]) == 0
-        statuses = json.loads(capsys.readouterr().out)
-        assert {s["name"]: s["healthy"] for s in statuses} == {"kafka": True, "elasticsearch": True}
+        statuses = {s["name"]: s for s in json.loads(capsys.readouterr().out)}
+        assert {name: s["healthy"] for name, s in statuses.items()} == {
+            "kafka": True,
+            "elasticsearch": True,
+            "spark": True,
+        }
+        assert "2 of 2 worker(s) alive" in statuses["spark"]["version"]
         with urllib.request.urlopen(es_url) as response:
             assert json.loads(response.read())["version"]["number"].startswith("8.")
         _put(f"{es_url}/keep/_doc/1?refresh=wait_for", {"kept": True})
         pids = _pids(runtime_env)
-        assert len(pids) == 2
+        assert len(pids) == 5  # Kafka, Elasticsearch, the Spark master and two workers
 
         assert main(["infra", "down"]) == 0
         assert all(group_members(pid) == [] for pid in pids)

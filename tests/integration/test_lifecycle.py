@@ -24,7 +24,7 @@ import pytest
 from fusion import clients, explain, status
 from fusion.bulk import Target, write_documents
 from fusion.config import PipelineConfig
-from fusion.enricher_query import EnrichedDoc
+from fusion.enricher_task import EnrichedDoc
 from fusion.metrics import Metrics
 from fusion.retry import RetryPolicy
 from fusion.settings import Settings

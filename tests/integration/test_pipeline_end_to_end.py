@@ -15,8 +15,10 @@ from fusion import topology
 from fusion.config import PipelineConfig
 from fusion.events import now_utc
 from fusion.generator import GenOptions, build_dataset, produce
+from fusion.pipeline import wait_until
 from fusion.publisher import Publisher
 from fusion.settings import Settings
+from fusion.status import consumer_lag
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
 
 MALFORMED = [
@@ -50,7 +52,7 @@ def _assert_joined(settings: Settings, config: PipelineConfig, expected: dict[st
         assert set(fusion["versions"]) == set(config.source_names)
 
     on_topic = Counter(key for key, _ in read_topic(settings, config.enriched_topic))
-    assert set(on_topic) == set(expected)
+    assert on_topic == Counter(set(expected)), "the enriched topic has each key exactly once"
 
 
 def test_four_sources_batched_with_duplicates_missing_parts_and_bad_records(
@@ -113,13 +115,32 @@ def test_two_sources_per_source_lookup_costs_n_per_key_and_restart_does_not_refi
     _assert_joined(settings, config, data.expected)
     assert metrics.get("enricher.es_requests") == 2 * len(data.expected)
 
-    # Same checkpoints, duplicates of everything: state says these keys already fired.
+    # Same checkpoints, every record sent again: the state says these keys fired already.
+    acks_before = len(read_topic(settings, config.acks_topic))
     produce(config, data.records)
     again = run_pipeline(
-        spark, config, done=lambda m: m.total(".acks") >= len(data.records) - 20, idle_limit=8
+        spark,
+        config,
+        done=lambda m: m.get("input.counter") > 0 and _caught_up(config),
+        idle_limit=120,
     )
-    assert again.get("counter.fired") == 0
+    resent = len(read_topic(settings, config.acks_topic)) - acks_before
+    # Every distinct record was indexed and acked again (a newer version)...
+    assert resent >= len({(topic, key) for topic, key, _ in data.records})
+    # ...the counter read every one of those acks (Spark reports a batch's progress right
+    # after the batch) and updated each key's state...
+    wait_until(lambda: again.get("input.counter") == resent, [], 30, "the counter's progress")
+    assert again.get("state.counter.updated") >= len({key for _, key, _ in data.records})
+    # ...and fired none of them again, nor called the unchanged content an update.
+    assert (again.get("counter.fired"), again.get("counter.updated")) == (0, 0)
+    assert again.get("enricher.enriched") == 0
     _assert_joined(settings, config, data.expected)
+
+
+def _caught_up(config: PipelineConfig) -> bool:
+    """Every query committed a batch and has read its topics to the end."""
+    lag = consumer_lag(config)
+    return all(behind == 0 for behind in lag.values())
 
 
 def test_six_sources(

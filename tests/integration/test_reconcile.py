@@ -1,60 +1,166 @@
-"""`fusion reconcile` after the ack topic was deleted and recreated while keys were in flight."""
+"""`fusion reconcile` after the ack topic was deleted and recreated while keys were in flight.
+
+One module-wide story: 10 keys enriched by the pipeline, 8 indexed whose acks
+are then lost, 3 with only one source. Each test reconciles it its own way:
+in this process; as `fusion reconcile` killed after its first chunk and run
+again; and through an Elasticsearch outage in the middle of its scan.
+"""
 
 from __future__ import annotations
 
-import shutil
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fusion import topology
+import pytest
+
+from fusion import clients, faults, topology
+from fusion.checkpoint import CheckpointFiles
+from fusion.config import PipelineConfig
 from fusion.generator import produce
 from fusion.reconcile import reconcile
 from fusion.settings import Settings
+from tests.integration.conftest import ServerControl
 from tests.integration.pipelines import (
     drop,
     enriched_docs,
-    make_config,
     read_topic,
     run_pipeline,
     source_record,
+    write_config_file,
 )
 
+BIN = Path(sys.executable).parent
+JOINED = [f"A{i}" for i in range(10)]  # enriched by the pipeline
+LOST = [f"B{i}" for i in range(8)]  # indexed, then their acks are gone
+HALF = [f"C{i}" for i in range(3)]  # only billing: not complete anywhere
+OUTAGE_SECONDS = 10.0
 
-def test_reconcile_enriches_exactly_the_keys_whose_acks_were_lost(
-    spark: Any, settings: Settings, tmp_path: Path
-) -> None:
-    config = make_config(settings, tmp_path, ["billing", "insurance"])
+
+@dataclass
+class Lost:
+    config: PipelineConfig
+    config_file: Path
+
+
+@pytest.fixture
+def lost(spark: Any, settings: Settings, tmp_path: Path) -> Iterator[Lost]:
+    """The story up to the lost acks; ``mget_chunk = 4``: reconcile enriches 2 keys a chunk."""
+    config_file = write_config_file(
+        settings, tmp_path / "p.toml", ["billing", "insurance"], mget_chunk=4
+    )
+    config = PipelineConfig.load(config_file, env={})
 
     def records(keys: list[str], sources: list[str]) -> list[tuple[str, str, bytes]]:
         return [source_record(config, s, k, n=1) for k in keys for s in sources]
 
-    joined = [f"A{i}" for i in range(10)]  # enriched by the pipeline
-    lost = [f"B{i}" for i in range(8)]  # indexed, then their acks are gone
-    half = [f"C{i}" for i in range(3)]  # only billing: not complete anywhere
     try:
-        produce(config, records(joined, ["billing", "insurance"]))
+        produce(config, records(JOINED, ["billing", "insurance"]))
         run_pipeline(spark, config, lambda m: m.get("enricher.enriched") >= 10)
-        produce(config, records(lost, ["billing", "insurance"]) + records(half, ["billing"]))
+        produce(config, records(LOST, ["billing", "insurance"]) + records(HALF, ["billing"]))
         run_pipeline(spark, config, lambda m: m.total(".indexed") >= 19, only="indexers")
         topology.delete_topics(config, [config.acks_topic])
         topology.ensure_topics(config)
-
-        report = reconcile(config)
-        again = reconcile(config)
-
-        assert (report.scanned, report.complete, report.up_to_date) == (21, 18, 10)
-        assert (report.planned, report.enriched, report.dead_letters) == (8, 8, 0)
-        assert sorted(enriched_docs(settings, config)) == sorted(joined + lost)
-        topic = [key or "" for key, _ in read_topic(settings, config.enriched_topic)]
-        assert sorted(topic) == sorted(joined + lost)  # each key once
-        assert (again.planned, again.enriched) == (0, 0)
-
-        # A crash after the Kafka commit leaves plan.json behind: the resumed run
-        # finds its batches committed and writes nothing twice.
-        home = config.checkpoint_dir / "reconcile"
-        shutil.copy(home / "last-plan.json", home / "plan.json")
-        resumed = reconcile(config)
-        assert resumed.resumed and (resumed.planned, resumed.enriched) == (8, 0)
-        assert len(read_topic(settings, config.enriched_topic)) == len(joined + lost)
+        yield Lost(config, config_file)
     finally:
         drop(config)
+
+
+def _reconcile_process(lost: Lost, settings: Settings, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [BIN / "fusion", "reconcile", "--json", "--config", str(lost.config_file)],
+        env=dict(os.environ, FUSION_HOME=str(settings.runtime.home), **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _report(process: subprocess.Popen[str], timeout: float = 240) -> dict[str, Any]:
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == 0, err[-3000:]
+    report: dict[str, Any] = json.loads(out[out.index("{") :])
+    return report
+
+
+def _enriched_once(settings: Settings, config: PipelineConfig) -> None:
+    assert sorted(enriched_docs(settings, config)) == sorted(JOINED + LOST)
+    topic = Counter(key or "" for key, _ in read_topic(settings, config.enriched_topic))
+    assert topic == Counter(JOINED + LOST), "each key once on the enriched topic"
+
+
+def test_reconcile_enriches_exactly_the_keys_whose_acks_were_lost(
+    spark: Any, settings: Settings, lost: Lost
+) -> None:
+    report = reconcile(spark, lost.config)
+    again = reconcile(spark, lost.config)
+
+    assert (report.scanned, report.complete, report.up_to_date) == (21, 18, 10)
+    assert (report.planned, report.enriched, report.dead_letters) == (8, 8, 0)
+    _enriched_once(settings, lost.config)
+    assert (again.planned, again.enriched) == (0, 0)
+
+
+def test_a_resumed_reconcile_writes_no_chunk_twice(
+    spark: Any, settings: Settings, lost: Lost, tmp_path: Path
+) -> None:
+    config = lost.config
+    crashed = _reconcile_process(
+        lost,
+        settings,
+        FUSION_CRASH_AT="reconcile.after_commit",
+        FUSION_FAULT_DIR=str(tmp_path),
+    )
+    crashed.communicate(timeout=240)
+    assert faults.hit(tmp_path, "reconcile.after_commit"), "killed after its first chunk"
+    files = CheckpointFiles(spark, config.checkpoint("reconcile"))
+    plan = json.loads(files.read_text("plan.json") or "{}")
+    first_chunk = plan["keys"][:2]
+    es = clients.elasticsearch(config.elasticsearch)
+    before = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first_chunk}
+
+    resumed = _report(_reconcile_process(lost, settings))
+
+    assert resumed["resumed"] and resumed["chunks_skipped"] == 1
+    assert (resumed["planned"], resumed["enriched"]) == (8, 6)
+    after = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first_chunk}
+    assert after == before, "the committed chunk's documents were not written again"
+    _enriched_once(settings, config)
+
+
+def test_reconcile_waits_out_an_elasticsearch_outage_during_its_scan(
+    settings: Settings, lost: Lost, tmp_path: Path, server_control: ServerControl
+) -> None:
+    server_control.require("reconcile's scan retries its _mget through an Elasticsearch outage")
+    gate = tmp_path / "gate"
+    gate.write_text("")
+    process = _reconcile_process(lost, settings, FUSION_HOLD_AT=f"reconcile.scan={gate}")
+    try:
+        _wait_for(Path(f"{gate}.reached").exists, 120, "reconcile to reach its first _mget")
+        server_control.stop("elasticsearch")
+        gate.unlink()  # its _mget now meets a node that is down
+        outage_ends = time.monotonic() + OUTAGE_SECONDS
+        while time.monotonic() < outage_ends:
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            time.sleep(0.2)
+    finally:
+        server_control.start()
+    report = _report(process)
+
+    assert report["es_retries"] > 0
+    assert (report["planned"], report["enriched"]) == (8, 8)
+    _enriched_once(settings, lost.config)
+
+
+def _wait_for(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
+        time.sleep(0.2)

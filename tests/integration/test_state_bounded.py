@@ -1,48 +1,100 @@
-"""The counter's state stays bounded: fired keys leave it once their state TTL passes."""
+"""The counter's state stays bounded: a key stays exactly as long as its state TTL, then goes.
+
+Each check reads the state Spark committed after a given micro-batch (the
+``statestore`` reader at that batch id) and that batch's timestamp T from
+the checkpoint's offset log, and compares it with what the TTL implies: a
+fired key's state expires ``state_ttl`` after the batch that fired it (the
+ready event's ``fired_at``), so the state after batch T holds exactly the
+keys whose expiry is later than T. This holds however fast the machine is;
+the batch that fired a wave's last keys always holds those keys, so the
+check is never vacuous.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from fusion.checkpoint import CheckpointFiles, batch_offsets, committed_batches
+from fusion.config import PipelineConfig
+from fusion.counter_state import states
 from fusion.generator import GenOptions, build_dataset, produce
 from fusion.settings import Settings
-from tests.integration.pipelines import RunningPipeline, drop, make_config
+from tests.integration.pipelines import RunningPipeline, drop, make_config, read_topic
 
-WAVES = 6
+WAVES = 3
 KEYS_PER_WAVE = 100
+TTL_SECONDS = 6
 
 
-def test_state_stays_flat_over_a_long_stream_of_completed_keys(
+def _batch_time(files: CheckpointFiles, batch_id: int) -> int:
+    found = batch_offsets(files, batch_id)
+    assert found is not None, f"no offset log for batch {batch_id}"
+    return found[0]
+
+
+def _state_after(spark: Any, config: PipelineConfig, batch_id: int) -> dict[str, int]:
+    """Key -> state expiry (epoch ms) in the state Spark committed after ``batch_id``."""
+    rows = states(spark, config, batch_id).select("k", "ttlExpirationMs").collect()
+    return {row.k: int(row.ttlExpirationMs) for row in rows}
+
+
+def _check(spark: Any, config: PipelineConfig, batch_id: int, fired_ms: dict[str, int]) -> int:
+    """The state after ``batch_id`` is exactly the fired keys whose TTL had not passed."""
+    files = CheckpointFiles(spark, config.checkpoint("counter"))
+    at = _batch_time(files, batch_id)
+    held = _state_after(spark, config, batch_id)
+    ttl_ms = TTL_SECONDS * 1000
+    for key, expires in held.items():
+        assert expires == fired_ms[key] + ttl_ms, (key, "expiry is the fire time + state_ttl")
+    alive = {key for key, fired in fired_ms.items() if fired <= at < fired + ttl_ms}
+    assert set(held) == alive, (batch_id, len(held), len(alive))
+    return len(held)
+
+
+def _fired_ms(settings: Settings, config: PipelineConfig) -> dict[str, int]:
+    ready = read_topic(settings, config.ready_topic)
+    return {
+        key or "": round(datetime.fromisoformat(event["fired_at"]).timestamp() * 1000)
+        for key, event in ready
+    }
+
+
+def test_a_key_stays_exactly_as_long_as_its_state_ttl(
     spark: Any, settings: Settings, tmp_path: Path
 ) -> None:
-    config = make_config(settings, tmp_path, ["billing", "insurance"], state_ttl="3s")
-    sizes: list[int] = []
+    config = make_config(settings, tmp_path, ["billing", "insurance"], state_ttl=f"{TTL_SECONDS}s")
+    files = CheckpointFiles(spark, config.checkpoint("counter"))
     try:
         with RunningPipeline(spark, config) as run:
-            counter = next(q for q in run.queries if q.name.endswith("-counter"))
-
-            def state_rows() -> int:
-                progress = counter.lastProgress
-                return int(progress["stateOperators"][0]["numRowsTotal"]) if progress else -1
-
             for wave in range(WAVES):
                 options = GenOptions(
                     keys=KEYS_PER_WAVE, seed=wave, missing_rate=0, key_prefix=f"W{wave}"
                 )
                 produce(config, build_dataset(config, options).records)
-                done = (wave + 1) * KEYS_PER_WAVE
-                run.wait_for(enriched_at_least(run, done), 120, f"wave {wave} enriched")
-                sizes.append(state_rows())
-            run.wait_for(lambda: state_rows() == 0, 60, "every fired key's state to expire")
+                fired = (wave + 1) * KEYS_PER_WAVE
+                run.wait_for(lambda n=fired: run.metrics.get("counter.fired") >= n, 120, "a wave")
+                fired_ms = _fired_ms(settings, config)
+                # The batch that fired the wave's last keys: they are in its state by construction.
+                last_fire = max(fired_ms.values())
+                batches = committed_batches(files)
+                firing = next(b for b in batches if _batch_time(files, b) == last_fire)
+                assert _check(spark, config, firing, fired_ms) > 0
+                # And the latest batch: whatever of the earlier waves outlived its TTL is gone.
+                _check(spark, config, committed_batches(files)[-1], fired_ms)
+
+            everything = _fired_ms(settings, config)
+            expired = max(everything.values()) + TTL_SECONDS * 1000
+
+            def emptied() -> bool:
+                latest = committed_batches(files)[-1]
+                return _batch_time(files, latest) > expired and not _state_after(
+                    spark, config, latest
+                )
+
+            run.wait_for(emptied, 60, "every fired key's state to expire")
         assert run.metrics.get("counter.fired") == WAVES * KEYS_PER_WAVE
-        # Each wave adds 100 keys; without expiry the state would hold 600 at the end.
-        assert max(sizes) <= 2 * KEYS_PER_WAVE, sizes
-        assert sizes[-1] <= 2 * KEYS_PER_WAVE
+        assert len(everything) == WAVES * KEYS_PER_WAVE
     finally:
         drop(config)
-
-
-def enriched_at_least(run: RunningPipeline, count: int) -> Callable[[], bool]:
-    return lambda: run.metrics.get("enricher.enriched") >= count

@@ -85,6 +85,25 @@ def test_one_spark_submit_service_per_component_and_a_generator() -> None:
         assert service["environment"]["FUSION_KAFKA_BOOTSTRAP"] == "kafka:29092"
         assert "checkpoints:/opt/fusion/checkpoints" in service["volumes"]
         assert service["depends_on"]["kafka"]["condition"] == "service_healthy"
+        assert service["depends_on"]["spark-master"]["condition"] == "service_healthy"
+        assert service["environment"]["FUSION_SPARK_MASTER"] == "spark://spark-master:7077"
     generator = services["generator"]["command"]
     assert generator[:4] == ["fusion", "--config", "examples/healthcare.toml", "generate"]
     assert "COPY examples ./examples" in (ROOT / "Dockerfile").read_text()
+
+
+def test_a_spark_master_and_two_workers_run_from_the_project_image() -> None:
+    services = _compose()["services"]
+    master = services["spark-master"]
+    workers = [services[f"spark-worker-{i}"] for i in (1, 2)]
+
+    assert master["image"] == "fusion:latest"
+    assert master["command"][:2] == ["spark-class", "org.apache.spark.deploy.master.Master"]
+    assert "--port" in master["command"] and "7077" in master["command"]
+    assert master["healthcheck"]["test"][0] == "CMD-SHELL"
+    for worker in workers:
+        assert worker["image"] == "fusion:latest"
+        assert worker["command"][:2] == ["spark-class", "org.apache.spark.deploy.worker.Worker"]
+        assert worker["command"][-1] == "spark://spark-master:7077"
+        # Executors write the counter's state store under the checkpoints: shared volume.
+        assert "checkpoints:/opt/fusion/checkpoints" in worker["volumes"]

@@ -43,7 +43,8 @@ def test_names_derive_from_the_pipeline_name(tmp_path: Path) -> None:
     assert config.enriched_index == "clinic-enriched"
     assert (config.acks_topic, config.ready_topic) == ("clinic.acks", "clinic.ready")
     assert (config.enriched_topic, config.dlq_topic) == ("clinic.enriched", "clinic.dlq")
-    assert config.checkpoint_dir == config.runtime.home / "checkpoints" / "clinic"
+    assert config.checkpoint_dir == (config.runtime.home / "checkpoints" / "clinic").as_uri()
+    assert config.checkpoint("counter") == config.checkpoint_dir + "/counter"
     assert config.pipeline.lookup == "batched"
 
 
@@ -132,3 +133,22 @@ def lifecycle_config(pipeline: dict[str, Any], notes: dict[str, Any]) -> Pipelin
             "sources": [{"name": "billing"}, {"name": "notes"} | notes],
         }
     )
+
+
+@pytest.mark.parametrize(
+    ("written", "uri"),
+    [
+        ("hdfs://namenode:8020/fusion/clinic/", "hdfs://namenode:8020/fusion/clinic"),
+        ("s3a://bucket/fusion", "s3a://bucket/fusion"),
+        ("file:///var/lib/fusion", "file:///var/lib/fusion"),
+        ("/var/lib/fusion/../fusion/clinic", "file:///var/lib/fusion/clinic"),
+    ],
+)
+def test_checkpoints_go_anywhere_spark_can_write(tmp_path: Path, written: str, uri: str) -> None:
+    text = MINIMAL.replace(
+        'key_field = "visit_id"', f'key_field = "visit_id"\ncheckpoint_dir = "{written}"'
+    )
+    config = _load(tmp_path, text)
+
+    assert config.checkpoint_dir == uri
+    assert config.checkpoint("indexer-lab") == f"{uri}/indexer-lab"

@@ -1,8 +1,7 @@
-"""One indexer micro-batch against real Elasticsearch and Kafka, without Spark."""
+"""One indexer task against real Elasticsearch and Kafka, called as an executor calls it."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,10 +11,10 @@ import pytest
 
 from fusion import clients, topology
 from fusion.config import PipelineConfig
-from fusion.metrics import Metrics
 from fusion.settings import Settings
-from indexers.query import IndexBatch
+from fusion.tasks import Job
 from indexers.records import RawRecord
+from indexers.task import index_records
 from tests.integration.pipelines import drop, make_config, read_topic
 
 
@@ -27,13 +26,13 @@ def config(settings: Settings, tmp_path: Path) -> Iterator[PipelineConfig]:
     config = PipelineConfig.model_validate(data)
     topology.ensure_topics(config)
     topology.ensure_indexes(clients.elasticsearch(config.elasticsearch), config)
-    # The batch's Kafka transaction is named after the query id Spark keeps in the
-    # checkpoint; without Spark, the test writes that file as Spark would.
-    checkpoint = config.checkpoint_dir / "indexer-billing"
-    checkpoint.mkdir(parents=True)
-    (checkpoint / "metadata").write_text(json.dumps({"id": str(uuid.uuid4())}) + "\n")
     yield config
     drop(config)
+
+
+def _job(config: PipelineConfig, query: str, batch_id: int) -> Job:
+    """What the driver ships with batch ``batch_id`` of query ``query`` (a checkpoint's id)."""
+    return Job(config, "indexer-billing", "indexer", query, batch_id)
 
 
 def _raw(value: bytes, offset: int) -> RawRecord:
@@ -43,10 +42,9 @@ def _raw(value: bytes, offset: int) -> RawRecord:
 def test_only_confirmed_documents_are_acked_and_mapping_conflicts_go_to_the_dlq(
     settings: Settings, config: PipelineConfig
 ) -> None:
-    batch = IndexBatch(config, config.source("billing"), Metrics())
-
-    batch.handle(
-        0,
+    index_records(
+        _job(config, str(uuid.uuid4()), 0),
+        "billing",
         [
             _raw(b'{"entity_id": "A", "amount": 1.5}', 1),
             _raw(b'{"entity_id": "B", "amount": "not a number"}', 2),
@@ -75,21 +73,24 @@ def test_only_confirmed_documents_are_acked_and_mapping_conflicts_go_to_the_dlq(
 def test_replays_are_idempotent_and_older_data_never_overwrites_newer(
     settings: Settings, config: PipelineConfig
 ) -> None:
-    metrics = Metrics()
-    batch = IndexBatch(config, config.source("billing"), metrics)
+    query = str(uuid.uuid4())
     newer: list[Any] = [_raw(b'{"entity_id": "R", "amount": 9.0}', 7)]
     older: list[Any] = [_raw(b'{"entity_id": "R", "amount": 1.0}', 5)]
 
-    batch.handle(0, newer)
-    batch.handle(0, newer)  # Spark replaying batch 0: its transaction committed already
-    batch.handle(1, newer)  # the same record in a later batch: same version, rewritten
-    batch.handle(2, older)  # an older record replayed after the newer one
+    first = index_records(_job(config, query, 0), "billing", newer)
+    # Spark replaying batch 0: its transaction committed already; nothing is written.
+    replay = index_records(_job(config, query, 0), "billing", newer)
+    later = index_records(_job(config, query, 1), "billing", newer)  # same version, rewritten
+    stale = index_records(_job(config, query, 2), "billing", older)  # older, after the newer
 
     es = clients.elasticsearch(config.elasticsearch)
     doc = es.get(index=config.index_of(config.source("billing")), id="R")
     assert (doc["_version"], doc["_source"]["amount"]) == (8, 9.0)
     acks = read_topic(settings, config.acks_topic)
     assert [(ack["version"], ack["offset"]) for _, ack in acks] == [(8, 7), (8, 7)]
-    assert metrics.get("output.replays_skipped") == 1
-    assert metrics.get("indexer.billing.stale") == 1
+    assert first["tasks.replayed"] == 0 and replay["tasks.replayed"] == 1
+    # The replay reports what batch 0 committed, so the driver counts it once.
+    assert replay["indexer.billing.indexed"] == first["indexer.billing.indexed"] == 1
+    assert later["indexer.billing.indexed"] == 1
+    assert stale["indexer.billing.stale"] == 1 and stale.get("indexer.billing.acks", 0) == 0
     assert read_topic(settings, config.dlq_topic) == []

@@ -1,0 +1,125 @@
+"""A Spark standalone cluster on 127.0.0.1: one master and N workers, from the pyspark install.
+
+pyspark ships Spark's jars and ``bin/spark-class``, which is all a standalone
+cluster needs: ``org.apache.spark.deploy.master.Master`` and
+``org.apache.spark.deploy.worker.Worker`` run from there, nothing is
+downloaded. Each worker offers one core and its own work directory (where its
+executors run), so applications submitted to ``spark://127.0.0.1:<port>``
+get one executor per worker.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from fusion.errors import InfraError
+from fusion.infra.elasticsearch import get_json
+from fusion.infra.java import java_home
+from fusion.infra.process import ManagedProcess
+
+
+@dataclass(frozen=True)
+class SparkPorts:
+    master: int
+    master_ui: int
+
+
+def spark_home() -> Path:
+    """The pyspark install: it has ``bin/spark-class`` and ``jars/``."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    if not (home / "bin" / "spark-class").exists():
+        raise InfraError(f"{home} has no bin/spark-class: reinstall pyspark from PyPI")
+    return home
+
+
+class LocalSparkCluster:
+    """The master and ``workers`` workers, state under ``<state_dir>/spark``."""
+
+    name = "spark"
+
+    def __init__(self, state_dir: Path, workers: int, worker_memory: str = "2g") -> None:
+        self.dir = state_dir / "spark"
+        self.workers = workers
+        self.worker_memory = worker_memory
+        self.master = ManagedProcess(
+            "spark-master",
+            self.dir / "master.pid",
+            self.dir / "master.log",
+            marker="org.apache.spark.deploy.master.Master",
+        )
+
+    def worker_dir(self, index: int) -> Path:
+        """Worker ``index``'s work dir: its executors run in ``<it>/<app id>/<executor id>``."""
+        return self.dir / f"worker-{index}"
+
+    def worker(self, index: int) -> ManagedProcess:
+        return ManagedProcess(
+            f"spark-worker-{index}",
+            self.dir / f"worker-{index}.pid",
+            self.dir / f"worker-{index}.log",
+            # The work directory names this worker among the others on the command line.
+            marker=str(self.worker_dir(index)),
+        )
+
+    @property
+    def processes(self) -> list[ManagedProcess]:
+        return [self.master, *(self.worker(i) for i in range(1, self.workers + 1))]
+
+    def start(self, ports: SparkPorts) -> None:
+        spark_class = str(spark_home() / "bin" / "spark-class")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        env = {
+            "JAVA_HOME": str(java_home()),
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(self.dir),
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", str(self.dir)),
+        }
+        if not self.master.is_running():
+            self.master.start(
+                [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                 "--port", str(ports.master), "--webui-port", str(ports.master_ui)],
+                env,
+                cwd=self.dir,
+            )  # fmt: skip
+        url = f"spark://127.0.0.1:{ports.master}"
+        for index in range(1, self.workers + 1):
+            process = self.worker(index)
+            if process.is_running():
+                continue
+            work = self.worker_dir(index)
+            work.mkdir(parents=True, exist_ok=True)
+            process.start(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                 "--cores", "1", "--memory", self.worker_memory, "--work-dir", str(work),
+                 "--webui-port", "0", url],
+                env,
+                cwd=work,
+            )  # fmt: skip
+
+    def alive_workers(self, ui_port: int) -> int:
+        """Workers the master counts as alive (0 if it does not answer)."""
+        try:
+            state = get_json(f"http://127.0.0.1:{ui_port}/json/")
+        except (OSError, ValueError):
+            return 0
+        alive = state.get("aliveworkers", 0)
+        return alive if isinstance(alive, int) else 0
+
+    def healthy(self, ui_port: int) -> bool:
+        return self.alive_workers(ui_port) >= self.workers
+
+    def is_running(self) -> bool:
+        return self.master.is_running()
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+
+    def log_tail(self) -> str:
+        return self.master.log_tail()

@@ -1,0 +1,154 @@
+"""One application per component, as in production: `fusion status` still sees all of them.
+
+The indexers run under ``spark-submit $(fusion spark-submit-args)``, the
+counter and the enricher as their own `fusion run --only ...`: three Spark
+applications, three drivers. Twice, each time on new data, to check that
+counts add up across restarts. `fusion status` (another process, no Spark)
+then reports every component's counts and lag from what their drivers
+committed to Kafka.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from fusion import clients, status, topology
+from fusion.config import PipelineConfig
+from fusion.generator import GenOptions, build_dataset, produce
+from fusion.settings import Settings
+from tests.integration.pipelines import drop, read_topic, write_config_file
+
+BIN = Path(sys.executable).parent
+SOURCES = ["billing", "insurance"]
+STAGES = ["indexer-billing", "indexer-insurance", "counter", "enricher"]
+
+
+class Components:
+    """The indexers (spark-submit), the counter and the enricher, each its own application."""
+
+    def __init__(self, config_file: Path, settings: Settings) -> None:
+        self.env = dict(
+            os.environ,
+            FUSION_HOME=str(settings.runtime.home),
+            PATH=f"{BIN}:{os.environ.get('PATH', '')}",  # spark-submit finds pyspark through PATH
+        )
+        submit = subprocess.run(
+            [BIN / "fusion", "spark-submit-args"],
+            env=self.env, capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        assert submit[0] == "--jars" and submit[2] == "--py-files"
+        assert submit[4].endswith("submit.py")
+        run = [BIN / "fusion", "run", "--config", str(config_file), "--only"]
+        self.commands: dict[str, list[Any]] = {
+            "indexers": [BIN / "spark-submit", "--master", "local[2,4]", *submit,
+                         "--config", str(config_file), "--only", "indexers"],
+            "counter": [*run, "counter"],
+            "enricher": [*run, "enricher"],
+        }  # fmt: skip
+        self.running: dict[str, subprocess.Popen[str]] = {}
+
+    def start(self, name: str) -> None:
+        self.running[name] = subprocess.Popen(
+            self.commands[name],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own process group: a signal reaches its JVM too
+        )
+
+    def check(self) -> None:
+        for name, process in self.running.items():
+            if process.poll() is not None:
+                stderr = process.stderr.read() if process.stderr else ""
+                raise AssertionError(f"{name} exited: {stderr[-3000:]}")
+
+    def stop(self, *names: str) -> None:
+        """Ctrl-C: each stops its queries and exits."""
+        stopping = [self.running.pop(name) for name in names or list(self.running)]
+        for process in stopping:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGINT)
+        for process in stopping:
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+
+
+def _status(config_file: Path, settings: Settings) -> dict[str, Any]:
+    result = subprocess.run(
+        [BIN / "fusion", "status", "--json", "--no-state", "--config", str(config_file)],
+        env=dict(os.environ, FUSION_HOME=str(settings.runtime.home)),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    status: dict[str, Any] = json.loads(result.stdout[result.stdout.index("{") :])
+    return status
+
+
+def test_status_counts_every_component_across_applications_and_restarts(
+    settings: Settings, tmp_path: Path
+) -> None:
+    config_file = write_config_file(settings, tmp_path / "p.toml", SOURCES)
+    config = PipelineConfig.load(config_file, env={})
+    data = build_dataset(config, GenOptions(keys=40, seed=17, duplicate_rate=0, missing_rate=0.1))
+    keys = sorted({key for _, key, _ in data.records})
+    waves = [keys[: len(keys) // 2], keys[len(keys) // 2 :]]
+    topology.ensure_topics(config)
+    es = clients.elasticsearch(config.elasticsearch)
+    apps = Components(config_file, settings)
+
+    def wait_for(condition: Any, what: str) -> None:
+        deadline = time.monotonic() + 300
+        while not condition():
+            apps.check()
+            assert time.monotonic() < deadline, what
+            time.sleep(1)
+
+    def enriched(want: int) -> Any:
+        def check() -> bool:
+            es.indices.refresh(index=config.enriched_index, ignore_unavailable=True)
+            count = es.options(ignore_status=404).count(index=config.enriched_index)
+            return bool(count.get("count") == want and status.behind(config, STAGES) == 0)
+
+        return check
+
+    first_keys = set(waves[0]) & set(data.expected)
+    try:
+        produce(config, [r for r in data.records if r[1] in waves[0]])
+        for name in ("indexers", "counter", "enricher"):
+            apps.start(name)
+        wait_for(enriched(len(first_keys)), "the first wave")
+        # The enricher goes away; the second wave is indexed and counted meanwhile...
+        apps.stop("enricher")
+        produce(config, [r for r in data.records if r[1] in waves[1]])
+        wait_for(lambda: status.behind(config, STAGES[:-1]) == 0, "the second wave counted")
+        # ...and a new enricher application picks it up: its counts add to the old one's.
+        apps.start("enricher")
+        wait_for(enriched(len(data.expected)), "the second wave enriched")
+        apps.stop()
+
+        report = _status(config_file, settings)
+        for source in SOURCES:
+            records = [r for r in data.records if r[0] == config.topic_of(config.source(source))]
+            assert report["sources"][source]["indexed"] == len(records), source
+            assert report["sources"][source]["acks"] == len(records), source
+            assert report["sources"][source]["lag"] == 0
+        assert report["counter"]["fired"] == len(data.expected)
+        assert report["counter"]["lag"] == 0
+        assert report["enricher"]["enriched"] == len(data.expected)
+        assert report["enricher"]["lag"] == 0
+        assert len(read_topic(settings, config.ready_topic)) == len(data.expected)
+    finally:
+        apps.stop()
+        drop(config)

@@ -1,0 +1,130 @@
+"""`fusion run` as an operator meets it: a second instance of a component, a query that dies.
+
+Each test runs `fusion run` as its own process (its own Spark driver and JVM)
+and reads what it says on stderr: one line naming the problem, no stack trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from fusion import clients, topology
+from fusion.config import PipelineConfig
+from fusion.generator import produce
+from fusion.output import read_markers
+from fusion.settings import Settings
+from tests.integration.es_proxy import CountingProxy
+from tests.integration.pipelines import drop, source_record, write_config_file
+
+BIN = Path(sys.executable).parent
+
+
+@contextlib.contextmanager
+def fusion_run(
+    config_file: Path, settings: Settings, *args: str
+) -> Iterator[subprocess.Popen[str]]:
+    env = dict(os.environ, FUSION_HOME=str(settings.runtime.home))
+    process = subprocess.Popen(
+        [BIN / "fusion", "run", "--config", str(config_file), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def _wait(condition: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
+        time.sleep(0.5)
+
+
+def _one_line_error(stderr: str) -> str:
+    """The run's error line; the whole of stderr must hold no Java or Python stack trace."""
+    assert "Traceback" not in stderr and "\tat " not in stderr, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("fusion: error:")]
+    assert len(errors) == 1, stderr[-3000:]
+    return errors[0]
+
+
+def test_a_second_process_running_the_same_component_fences_the_first(
+    settings: Settings, tmp_path: Path
+) -> None:
+    first = write_config_file(settings, tmp_path / "first.toml", ["a", "b"])
+    config = PipelineConfig.load(first, env={})
+    # The same pipeline on another machine: same name, topics and indexes, its own checkpoints.
+    text = first.read_text().replace("-checkpoints", "-checkpoints-elsewhere")
+    second = tmp_path / "second.toml"
+    second.write_text(text)
+    elsewhere = PipelineConfig.load(second, env={}).checkpoint_dir.removeprefix("file://")
+    topology.ensure_topics(config)
+    group = f"fusion-{config.name}-indexer-a"
+
+    def committed_batches() -> int:
+        marker, _ = read_markers(config.kafka, config.markers_topic, {group: []})[group]
+        return -1 if marker is None else marker.batch
+
+    try:
+        with fusion_run(first, settings, "--only", "indexer:a") as older:
+            produce(config, [source_record(config, "a", "K1", n=1)])
+            _wait(lambda: committed_batches() >= 0, 120, "the first process to index K1")
+            with fusion_run(second, settings, "--only", "indexer:a") as newer:
+                # The newer one claims the component's transactional id before its query
+                # starts (and writes its checkpoint)...
+                metadata = Path(elsewhere) / "indexer-a" / "metadata"
+                _wait(metadata.exists, 120, "the second process to start its query")
+                # ...so the older one fails on its next batch.
+                produce(config, [source_record(config, "a", "K2", n=2)])
+                code = older.wait(timeout=120)
+                line = _one_line_error(older.stderr.read() if older.stderr else "")
+                assert code != 0
+                assert "another process runs the same query" in line, line
+                assert newer.poll() is None, "the newer process keeps running"
+    finally:
+        drop(config)
+
+
+def test_a_query_that_dies_mid_run_stops_fusion_run_with_one_line(
+    settings: Settings, tmp_path: Path
+) -> None:
+    with CountingProxy(settings.elasticsearch.url) as proxy:
+        config_file = write_config_file(
+            settings, tmp_path / "p.toml", ["a", "b"], retry_budget_seconds=2
+        )
+        text = config_file.read_text().replace(settings.elasticsearch.url, proxy.url)
+        config_file.write_text(text)
+        config = PipelineConfig.load(config_file, env={})
+        topology.ensure_topics(config)
+        es = clients.elasticsearch(settings.elasticsearch)
+        try:
+            with fusion_run(config_file, settings) as run:
+                produce(config, [source_record(config, "a", "K1", n=1)])
+                index = config.index_of(config.source("a"))
+                _wait(lambda: es.options(ignore_status=404).count(index=index).get("count", 0) > 0,
+                      120, "K1 indexed")  # fmt: skip
+                # Elasticsearch now answers every request with 503 for longer than the budget.
+                proxy.fail_with(503)
+                produce(config, [source_record(config, "b", "K1", n=2)])
+                code = run.wait(timeout=180)
+                line = _one_line_error(run.stderr.read() if run.stderr else "")
+            assert code != 0
+            assert "query" in line and "failed" in line and "503" in line, line
+            assert "still failing" in line, line
+        finally:
+            proxy.fail_with(None)
+            drop(config)
