@@ -160,7 +160,8 @@ def _round(value: float | None) -> float | None:
 
 
 def _count(es: Elasticsearch, index: str) -> int:
-    found = es.options(ignore_status=404).count(index=index)
+    # 503: the index exists but its shard has not started yet.
+    found = es.options(ignore_status=(404, 503)).count(index=index)
     return int(found.get("count", 0))
 
 
@@ -299,6 +300,8 @@ def run_bench(
         "rate": options.rate,
         "max_offsets_per_trigger": base.pipeline.max_offsets_per_trigger,
         "spark_master": settings.spark.master,
+        "date": now_iso(),
+        "commit": _commit(),
         "floor_seconds": round(floor, 3),
         "counter_only": counter,
         "machine": _machine(),
@@ -310,6 +313,21 @@ def _median(results: list[ModeResult]) -> ModeResult:
     """The run with the median wall time (the lower middle one of an even count)."""
     ordered = sorted(results, key=lambda r: r.wall_seconds)
     return ordered[(len(ordered) - 1) // 2]
+
+
+def _commit() -> str | None:
+    """The checkout's commit, ``+changes`` if the tree differs from it (None outside git)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if not commit:
+        return None
+    changed = git("status", "--porcelain", "-uno", "--", "fusion", "indexers", "acks")
+    return commit + ("+changes" if changed else "")
 
 
 def _machine() -> dict[str, Any]:
@@ -327,21 +345,28 @@ def _machine() -> dict[str, Any]:
 def markdown(report: dict[str, Any]) -> str:
     n, k = report["sources"], report["keys"]
     pace = f"produced at {report['rate']:,.0f} records/s" if report.get("rate") else "burst"
+    machine = report["machine"]
     lines = [
         f"{k:,} keys x {n} sources ({pace}), floor {report['floor_seconds']:.2f} s "
-        f"(N·K + K documents bulk-indexed from Python), {report['machine']['cores']} cores",
+        f"(N·K + K documents bulk-indexed from Python), {machine['cores']} cores",
         "",
-        "| mode | ES requests | per key | wasted | docs fetched | wall s | x floor "
-        "| keys/s | p50 s | p95 s | p99 s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"{report.get('date', '?')}, commit {report.get('commit') or '?'}, "
+        f"Spark master {report.get('spark_master', '?')}, median of {report['runs']} run(s); "
+        f"pyspark {machine['pyspark']}, Kafka {machine['kafka']}, "
+        f"Elasticsearch {machine['elasticsearch']}, Python {machine['python']}",
+        "",
+        "| mode | ES lookups | per key | wasted | bulk writes | docs fetched | wall s | x floor "
+        "| keys/s | p50 s | p95 s | p99 s | driver MB (Python / JVM) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     counter = report.get("counter_only")
     for m in report["modes"]:
         lines.append(
             f"| {m['mode']} | {m['es_requests']:,} | {m['requests_per_key']} "
-            f"| {m['wasted_requests']:,} | {m['docs_fetched']:,} | {m['wall_seconds']:.1f} "
-            f"| {m['ratio_to_floor']} | {m['keys_per_second']:,} | {m['latency_p50']} "
-            f"| {m['latency_p95']} | {m['latency_p99']} |"
+            f"| {m['wasted_requests']:,} | {m.get('bulk_requests', 0):,} | {m['docs_fetched']:,} "
+            f"| {m['wall_seconds']:.1f} | {m['ratio_to_floor']} | {m['keys_per_second']:,} "
+            f"| {m['latency_p50']} | {m['latency_p95']} | {m['latency_p99']} "
+            f"| {m.get('driver_python_peak_mb')} / {m.get('driver_jvm_peak_mb')} |"
         )
     if counter:
         lines += [

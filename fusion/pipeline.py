@@ -12,8 +12,10 @@ import contextlib
 import os
 import re
 import resource
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -182,8 +184,9 @@ def run_until(
     poll: float = 0.5,
     caught_up: Callable[[], bool] | None = None,
     on_started: Callable[[], None] | None = None,
+    interrupted: threading.Event | None = None,
 ) -> None:
-    """Block until ``done()`` holds, the queries were idle for ``stop_when_idle`` s, or forever.
+    """Block until ``done()``, ``interrupted``, or ``stop_when_idle`` s without input.
 
     Idle means no batch read a record for that long and, if ``caught_up`` is
     given, that it holds: a query still starting up has read nothing yet but
@@ -198,7 +201,7 @@ def run_until(
                 on_started = None
             if tick is not None:
                 tick()
-            if done is not None and done():
+            if (done is not None and done()) or (interrupted is not None and interrupted.is_set()):
                 return
             if stop_when_idle is not None and watcher.idle_for() >= stop_when_idle:
                 if caught_up is None or caught_up():
@@ -276,7 +279,7 @@ def execute(
     queries = start(spark, config, selection, metrics)
     stages = selection.queries(config)
     try:
-        with HealthWatch(config, metrics):
+        with HealthWatch(config, metrics), ctrl_c_stops_at_next_poll() as interrupted:
             run_until(
                 queries,
                 stop_when_idle,
@@ -284,10 +287,38 @@ def execute(
                 tick=(lambda: tick(metrics)) if tick is not None else None,
                 caught_up=lambda: status.behind(config, stages) == 0,
                 on_started=on_started,
+                interrupted=interrupted,
             )
+            if interrupted.is_set():
+                raise KeyboardInterrupt
     finally:
         for name, megabytes in driver_memory(spark, submitted).items():
             metrics.set(f"driver.{name}_peak_mb", megabytes)
+
+
+@contextlib.contextmanager
+def ctrl_c_stops_at_next_poll() -> Iterator[threading.Event]:
+    """Ctrl-C sets the event the watch loop polls; a second Ctrl-C interrupts at once.
+
+    Spark's own handler raises ``KeyboardInterrupt`` wherever the main thread
+    is, often inside a py4j call, whose connection is then left half read:
+    the queries' stop that follows fails and the run ends without its summary.
+    """
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted  # signals reach the main thread only
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        interrupted.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def driver_memory(spark: SparkSession, submitted: bool) -> dict[str, int]:

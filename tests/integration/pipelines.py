@@ -95,6 +95,11 @@ def _at_end(consumer: Any, partitions: list[TopicPartition], ends: dict[int, int
     return all(tp.offset >= ends[tp.partition] or ends[tp.partition] == 0 for tp in positions)
 
 
+def doc_count(es: Any, index: str) -> int:
+    """Documents in ``index``; 0 while it is missing or its shard has not started yet (503)."""
+    return int(es.options(ignore_status=(404, 503)).count(index=index).get("count", 0))
+
+
 def enriched_docs(settings: Settings, config: PipelineConfig) -> dict[str, dict[str, Any]]:
     es = clients.elasticsearch(config.elasticsearch)
     es.indices.refresh(index=config.enriched_index)

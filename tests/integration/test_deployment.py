@@ -24,7 +24,7 @@ from fusion import clients, status, topology
 from fusion.config import PipelineConfig
 from fusion.generator import GenOptions, build_dataset, produce
 from fusion.settings import Settings
-from tests.integration.pipelines import drop, read_topic, write_config_file
+from tests.integration.pipelines import doc_count, drop, read_topic, write_config_file
 
 BIN = Path(sys.executable).parent
 SOURCES = ["billing", "insurance"]
@@ -118,8 +118,8 @@ def test_status_counts_every_component_across_applications_and_restarts(
     def enriched(want: int) -> Any:
         def check() -> bool:
             es.indices.refresh(index=config.enriched_index, ignore_unavailable=True)
-            count = es.options(ignore_status=404).count(index=config.enriched_index)
-            return bool(count.get("count") == want and status.behind(config, STAGES) == 0)
+            count = doc_count(es, config.enriched_index)
+            return count == want and status.behind(config, STAGES) == 0
 
         return check
 

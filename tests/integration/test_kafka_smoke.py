@@ -44,6 +44,14 @@ def _consume_all(settings: Settings, topic: str, timeout: float = 30.0) -> list[
         consumer.close()
 
 
+def _end_offset(settings: Settings, topic: str) -> int:
+    consumer = clients.kafka_consumer(settings.kafka, group_id=f"g-{uuid.uuid4().hex}")
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        consumer.close()
+
+
 def test_produce_and_consume(settings: Settings, make_topic: Callable[..., str]) -> None:
     topic = make_topic("smoke", partitions=2)
     producer = clients.kafka_producer(settings.kafka)
@@ -68,6 +76,9 @@ def test_read_committed_sees_only_committed_transactions(
     producer.begin_transaction()
     producer.produce(topic, value=b"aborted-1")
     producer.produce(topic, value=b"aborted-2")
+    # Flush first: an abort purges what is still queued in the client, and then
+    # the broker's log would hold no aborted record for the reader to skip.
+    assert producer.flush(30) == 0
     producer.abort_transaction(30)
 
     producer.begin_transaction()
@@ -77,6 +88,9 @@ def test_read_committed_sees_only_committed_transactions(
 
     # Read to the end of the partition, past both transactions: only the committed ones show.
     values = _consume_all(settings, topic)
+
+    # The log holds all four records and both transaction markers.
+    assert _end_offset(settings, topic) == 6
 
     assert values == [b"committed-1", b"committed-2"]
 

@@ -21,7 +21,7 @@ from fusion.generator import produce
 from fusion.output import read_markers
 from fusion.settings import Settings
 from tests.integration.es_proxy import CountingProxy
-from tests.integration.pipelines import drop, source_record, write_config_file
+from tests.integration.pipelines import doc_count, drop, source_record, write_config_file
 
 BIN = Path(sys.executable).parent
 
@@ -47,9 +47,14 @@ def fusion_run(
         process.wait(timeout=30)
 
 
-def _wait(condition: object, timeout: float, what: str) -> None:
+def _wait(condition: object, timeout: float, what: str, *runs: subprocess.Popen[str]) -> None:
+    """Until ``condition()`` holds; fails at once, with its stderr, if one of ``runs`` exited."""
     deadline = time.monotonic() + timeout
     while not condition():  # type: ignore[operator]
+        for run in runs:
+            if run.poll() is not None:
+                stderr = run.stderr.read() if run.stderr else ""
+                raise AssertionError(f"`fusion run` exited while waiting for {what}: {stderr}")
         assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
         time.sleep(0.5)
 
@@ -82,12 +87,12 @@ def test_a_second_process_running_the_same_component_fences_the_first(
     try:
         with fusion_run(first, settings, "--only", "indexer:a") as older:
             produce(config, [source_record(config, "a", "K1", n=1)])
-            _wait(lambda: committed_batches() >= 0, 120, "the first process to index K1")
+            _wait(lambda: committed_batches() >= 0, 120, "the first process to index K1", older)
             with fusion_run(second, settings, "--only", "indexer:a") as newer:
                 # The newer one claims the component's transactional id before its query
                 # starts (and writes its checkpoint)...
                 metadata = Path(elsewhere) / "indexer-a" / "metadata"
-                _wait(metadata.exists, 120, "the second process to start its query")
+                _wait(metadata.exists, 120, "the second process to start its query", newer)
                 # ...so the older one fails on its next batch.
                 produce(config, [source_record(config, "a", "K2", n=2)])
                 code = older.wait(timeout=120)
@@ -115,8 +120,7 @@ def test_a_query_that_dies_mid_run_stops_fusion_run_with_one_line(
             with fusion_run(config_file, settings) as run:
                 produce(config, [source_record(config, "a", "K1", n=1)])
                 index = config.index_of(config.source("a"))
-                _wait(lambda: es.options(ignore_status=404).count(index=index).get("count", 0) > 0,
-                      120, "K1 indexed")  # fmt: skip
+                _wait(lambda: doc_count(es, index) > 0, 120, "K1 indexed", run)
                 # Elasticsearch now answers every request with 503 for longer than the budget.
                 proxy.fail_with(503)
                 produce(config, [source_record(config, "b", "K1", n=2)])

@@ -25,7 +25,7 @@ from fusion.config import PipelineConfig
 from fusion.generator import GenOptions, build_dataset, produce
 from fusion.settings import Settings
 from tests.integration.conftest import SparkCluster
-from tests.integration.pipelines import assert_exact_join, drop, write_config_file
+from tests.integration.pipelines import assert_exact_join, doc_count, drop, write_config_file
 
 BIN = Path(sys.executable).parent
 SOURCES = ["billing", "insurance", "medicine", "treatment"]
@@ -36,7 +36,7 @@ KILLS = ["indexer.after_bulk", "enricher.after_lookup:jvm"]
 def _wait_enriched(config: PipelineConfig, run: subprocess.Popen[str], count: int) -> None:
     es = clients.elasticsearch(config.elasticsearch)
     deadline = time.monotonic() + 400
-    while es.options(ignore_status=404).count(index=config.enriched_index).get("count") != count:
+    while doc_count(es, config.enriched_index) != count:
         if run.poll() is not None:
             raise AssertionError(run.communicate()[1][-3000:])
         assert time.monotonic() < deadline, f"{count} keys not enriched in time"
