@@ -35,7 +35,7 @@ from typing import Any, Literal
 from elasticsearch import Elasticsearch, helpers
 
 from acks.contract import Ack
-from fusion import clients, pipeline, topology
+from fusion import clients, pipeline, status, topology
 from fusion.bench_process import PipelineProcess
 from fusion.config import PipelineConfig
 from fusion.enricher import FoundDoc, build_enriched
@@ -119,8 +119,14 @@ def run_mode(
     es = clients.elasticsearch(config.elasticsearch)
     with PipelineProcess(config, workdir) as run:
         run.wait_started()
-        first_send, last_send = _produce_timed(config, dataset, rate)
+        first_send, last_send = produce_timed(config, dataset, rate)
         while _count(es, config.enriched_index) < keys:
+            run.check()
+            time.sleep(0.5)
+        # The documents are searchable before their batch commits; its counts come
+        # with the commit, so stop only once every query committed all its input.
+        stages = pipeline.select(config, None).queries(config)
+        while status.behind(config, stages) > 0:
             run.check()
             time.sleep(0.5)
         summary = run.stop()
@@ -165,16 +171,18 @@ def _count(es: Elasticsearch, index: str) -> int:
     return int(found.get("count", 0))
 
 
-def _produce_timed(
+def produce_timed(
     config: PipelineConfig, dataset: Dataset, rate: float
 ) -> tuple[float, dict[str, float]]:
     """Send the records, at ``rate`` per second if set; return first and per-key last send time."""
     publisher = Publisher(config.kafka, {"linger.ms": 5, "batch.num.messages": 10_000})
     last_send: dict[str, float] = {}
     first = time.time()
+    # Pace in steps of up to 100 records, at least 50 steps a second.
+    every = max(1, min(100, int(rate / 50)))
     for sent, (topic, key, value) in enumerate(dataset.records):
-        if rate and sent % 100 == 0:
-            # Pace in steps of 100 records: ahead of schedule means wait for it.
+        if rate and sent % every == 0:
+            # Ahead of schedule means wait for it.
             ahead = first + sent / rate - time.time()
             if ahead > 0:
                 time.sleep(ahead)
@@ -276,6 +284,8 @@ def run_bench(
     dataset = build_dataset(base, gen)
     floors = []
     runs: dict[str, list[ModeResult]] = {mode: [] for mode in options.modes}
+    on_step("warming Elasticsearch up (an untimed floor run)")
+    run_floor(settings, dataset, base)  # a cold node's JIT would flatter every ratio
     for run in range(options.runs):
         on_step(f"run {run + 1}/{options.runs}: floor (bulk from Python)")
         floors.append(run_floor(settings, dataset, base))
@@ -301,10 +311,10 @@ def run_bench(
         "max_offsets_per_trigger": base.pipeline.max_offsets_per_trigger,
         "spark_master": settings.spark.master,
         "date": now_iso(),
-        "commit": _commit(),
+        "commit": git_commit(),
         "floor_seconds": round(floor, 3),
         "counter_only": counter,
-        "machine": _machine(),
+        "machine": machine(),
         "modes": [asdict(results[m]) for m in options.modes],
     }
 
@@ -315,7 +325,7 @@ def _median(results: list[ModeResult]) -> ModeResult:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def _commit() -> str | None:
+def git_commit() -> str | None:
     """The checkout's commit, ``+changes`` if the tree differs from it (None outside git)."""
     import subprocess
 
@@ -330,7 +340,7 @@ def _commit() -> str | None:
     return commit + ("+changes" if changed else "")
 
 
-def _machine() -> dict[str, Any]:
+def machine() -> dict[str, Any]:
     import pyspark
 
     return {

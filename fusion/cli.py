@@ -196,6 +196,21 @@ def _parser() -> argparse.ArgumentParser:
         help="records per micro-batch and query (default: the pipeline's, 100,000)",
     )
     bench.add_argument("--out", type=Path, default=Path("bench/results"))
+    bench.add_argument(
+        "--sustain",
+        action="store_true",
+        help="instead of a burst: the highest steady rate the pipeline keeps up with (batched "
+        "mode), and its latency at 25/50/100 %% of that rate",
+    )
+    bench.add_argument(
+        "--step-seconds", type=float, default=60.0, help="--sustain: seconds per rate step"
+    )
+    bench.add_argument(
+        "--start-rate", type=float, default=100.0, help="--sustain: first rate, keys/s"
+    )
+    bench.add_argument(
+        "--max-rate", type=float, default=5000.0, help="--sustain: highest rate tried, keys/s"
+    )
 
     scale = command("bench-scale", "the scaling curve: K = 1k/14k/100k, N = 2/4/8", _bench_scale)
     scale.add_argument("--out", type=Path, default=Path("bench/results"))
@@ -413,6 +428,8 @@ def _submit_args(args: argparse.Namespace, settings: Settings) -> int:
 def _bench(args: argparse.Namespace, settings: Settings) -> int:
     from fusion import bench
 
+    if args.sustain:
+        return _bench_sustain(args, settings)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     unknown = [m for m in modes if m not in bench.MODES]
     if unknown or not modes:
@@ -428,6 +445,32 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
         report = bench.run_bench(settings, options, on_step=spinner.update)
     paths = bench.write_report(report, args.out)
     out.print(bench.markdown(report), markup=False)
+    out.print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _bench_sustain(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion import bench_sustain
+
+    if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
+        raise ConfigError(
+            "--sources/--step-seconds/--start-rate/--max-rate",
+            "",
+            "need at least 2 sources, steps of 3 s or more and 0 < start rate <= max rate",
+        )
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    options = bench_sustain.SustainOptions(
+        sources=args.sources,
+        step_seconds=args.step_seconds,
+        start_rate=args.start_rate,
+        max_rate=args.max_rate,
+        seed=args.seed,
+    )
+    with err.status("sustained-load benchmark") as spinner:
+        report = bench_sustain.run_sustain(settings, options, on_step=spinner.update)
+    paths = bench_sustain.write_report(report, args.out)
+    out.print(bench_sustain.markdown(report), markup=False)
     out.print("written: " + ", ".join(str(p) for p in paths))
     return 0
 

@@ -83,7 +83,7 @@ class Selection:
     def queries(self, config: PipelineConfig) -> list[str]:
         """The selected queries' names (their checkpoints' too)."""
         if config.pipeline.mode == "naive":
-            return []
+            return ["naive"]
         names = [f"indexer-{source}" for source in self.indexers]
         return names + ["counter"] * self.counter + ["enricher"] * self.enricher
 

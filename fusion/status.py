@@ -56,6 +56,9 @@ def gather(
 
 def stage_inputs(config: PipelineConfig) -> dict[str, list[str]]:
     """Each query's name and the topics it reads."""
+    sources = [config.topic_of(s) for s in config.sources]
+    if config.pipeline.mode == "naive":
+        return {"naive": sources}
     stages = {f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources}
     return stages | {"counter": [config.acks_topic], "enricher": input_topics(config)}
 
