@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import resource
 import signal
 import threading
 import time
@@ -324,15 +323,24 @@ def ctrl_c_stops_at_next_poll() -> Iterator[threading.Event]:
 def driver_memory(spark: SparkSession, submitted: bool) -> dict[str, int]:
     """Peak resident memory (MB) of this driver's Python process and of its JVM.
 
-    In local mode the JVM also runs the executors' tasks; on a cluster it is
-    the driver's alone.
+    Both are the kernel's high-water mark of the process's own memory
+    (``VmHWM``), not ``getrusage``'s ``ru_maxrss``: that one carries over the
+    peak of the process that forked and exec'd this one (a benchmark holding
+    its whole dataset, say), which is not the driver's. In local mode the JVM
+    also runs the executors' tasks; on a cluster it is the driver's alone.
     """
-    python = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     gateway = getattr(spark.sparkContext._gateway, "proc", None)
     jvm_pid = os.getppid() if submitted or gateway is None else gateway.pid
+    peaks = {"python": _peak_mb("self"), "jvm": _peak_mb(str(jvm_pid))}
+    return {name: mb for name, mb in peaks.items() if mb is not None}
+
+
+def _peak_mb(pid: str) -> int | None:
     try:
-        status = Path(f"/proc/{jvm_pid}/status").read_text()
-        jvm = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
+        status = Path(f"/proc/{pid}/status").read_text()
+        kilobytes = int(
+            next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
+        )
     except (OSError, StopIteration, ValueError):
-        return {"python": python}
-    return {"python": python, "jvm": jvm // 1024}
+        return None
+    return kilobytes // 1024
