@@ -5,12 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help install provision test unit integration lint demo bench bench-scale infra-up infra-down infra-status clean
+.PHONY: help install provision test unit integration lint demo bench bench-scale bench-sustain infra-up infra-down infra-status clean
 
 help:
 	@echo "make demo     set everything up, start Kafka + Elasticsearch, run the demo"
 	@echo "make test     set everything up and run unit + integration tests (real servers)"
 	@echo "make bench    naive vs counted vs batched, 14,000 keys x 4 sources, vs the floor"
+	@echo "make bench-sustain  the highest steady rate the pipeline keeps up with, and its latency"
 	@echo "make lint     ruff + mypy"
 	@echo "make unit     fast tests, no servers"
 
@@ -49,6 +50,10 @@ demo: provision
 bench: provision
 	$(BIN)/fusion infra up
 	$(BIN)/fusion bench --keys 14000 --sources 4 --modes naive,counted,batched
+
+bench-sustain: provision
+	$(BIN)/fusion infra up
+	$(BIN)/fusion bench --sustain
 
 bench-scale: provision
 	$(BIN)/fusion infra up

@@ -414,13 +414,25 @@ def chart(report: dict[str, Any], path: Path) -> None:
 
 
 def write_report(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path, Path]:
+    name = f"k{report['keys']}-n{report['sources']}"
+    return write_files(out_dir, name, report, markdown(report), chart)
+
+
+def write_files(
+    out_dir: Path,
+    name: str,
+    report: dict[str, Any],
+    text: str,
+    draw: Callable[[dict[str, Any], Path], None],
+) -> tuple[Path, Path, Path]:
+    """``<out_dir>/<timestamp>-<name>.{json,md,png}``: the report, its Markdown, its chart."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = out_dir / f"{stamp}-k{report['keys']}-n{report['sources']}"
+    base = out_dir / f"{stamp}-{name}"
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path, png_path = (base.with_suffix(s) for s in (".json", ".md", ".png"))
     json_path.write_text(json.dumps(report, indent=2))
-    md_path.write_text(markdown(report))
-    chart(report, png_path)
+    md_path.write_text(text)
+    draw(report, png_path)
     return json_path, md_path, png_path
 
 

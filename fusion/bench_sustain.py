@@ -34,14 +34,20 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from fusion import clients, pipeline, status, topology
-from fusion.bench import BenchOptions, bench_config, git_commit, machine, produce_timed
+from fusion.bench import (
+    BenchOptions,
+    bench_config,
+    git_commit,
+    machine,
+    produce_timed,
+    write_files,
+)
 from fusion.bench_process import PipelineProcess
 from fusion.config import PipelineConfig
 from fusion.errors import FusionError
@@ -460,13 +466,4 @@ def chart(report: dict[str, Any], path: Path) -> None:
 
 
 def write_report(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path, Path]:
-    import json
-
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = out_dir / f"{stamp}-sustain-n{report['sources']}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = tuple(base.with_suffix(s) for s in (".json", ".md", ".png"))
-    paths[0].write_text(json.dumps(report, indent=2))
-    paths[1].write_text(markdown(report))
-    chart(report, paths[2])
-    return paths[0], paths[1], paths[2]
+    return write_files(out_dir, f"sustain-n{report['sources']}", report, markdown(report), chart)

@@ -443,10 +443,7 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
     )
     with err.status("benchmark") as spinner:
         report = bench.run_bench(settings, options, on_step=spinner.update)
-    paths = bench.write_report(report, args.out)
-    out.print(bench.markdown(report), markup=False)
-    out.print("written: " + ", ".join(str(p) for p in paths))
-    return 0
+    return _print_bench(bench.markdown(report), bench.write_report(report, args.out))
 
 
 def _bench_sustain(args: argparse.Namespace, settings: Settings) -> int:
@@ -469,8 +466,13 @@ def _bench_sustain(args: argparse.Namespace, settings: Settings) -> int:
     )
     with err.status("sustained-load benchmark") as spinner:
         report = bench_sustain.run_sustain(settings, options, on_step=spinner.update)
-    paths = bench_sustain.write_report(report, args.out)
-    out.print(bench_sustain.markdown(report), markup=False)
+    return _print_bench(
+        bench_sustain.markdown(report), bench_sustain.write_report(report, args.out)
+    )
+
+
+def _print_bench(text: str, paths: tuple[Path, ...]) -> int:
+    out.print(text, markup=False)
     out.print("written: " + ", ".join(str(p) for p in paths))
     return 0
 
