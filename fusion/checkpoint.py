@@ -22,20 +22,37 @@ if TYPE_CHECKING:
 Offsets = dict[tuple[str, int], int]
 
 
+_CLASSES: dict[int, tuple[Any, Any]] = {}
+
+
+def _java_classes(spark: SparkSession) -> tuple[Any, Any]:
+    """Hadoop's ``Path`` and commons-io's ``IOUtils``, looked up once per JVM.
+
+    py4j resolves ``jvm.org.apache...`` one package name at a time, and each
+    name that is not a class costs a failed class lookup through every jar on
+    the classpath: done per micro-batch, that was a visible share of the driver's CPU.
+    """
+    jvm: Any = spark.sparkContext._jvm
+    found = _CLASSES.get(id(jvm))
+    if found is None:
+        found = _CLASSES[id(jvm)] = (
+            jvm.org.apache.hadoop.fs.Path,
+            jvm.org.apache.commons.io.IOUtils,
+        )
+    return found
+
+
 class CheckpointFiles:
     """The files under one checkpoint URI."""
 
     def __init__(self, spark: SparkSession, uri: str) -> None:
-        jvm: Any = spark.sparkContext._jvm
-        self._jvm = jvm
+        self._Path, self._IOUtils = _java_classes(spark)
         self.uri = uri.rstrip("/")
-        root = jvm.org.apache.hadoop.fs.Path(self.uri)
+        root = self._Path(self.uri)
         self._fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
     def _path(self, relative: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(
-            f"{self.uri}/{relative}" if relative else self.uri
-        )
+        return self._Path(f"{self.uri}/{relative}" if relative else self.uri)
 
     def exists(self, relative: str = "") -> bool:
         return bool(self._fs.exists(self._path(relative)))
@@ -47,7 +64,7 @@ class CheckpointFiles:
             return None
         stream = self._fs.open(path)
         try:
-            return str(self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+            return str(self._IOUtils.toString(stream, "UTF-8"))
         finally:
             stream.close()
 

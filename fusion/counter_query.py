@@ -213,6 +213,22 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     )
 
 
+NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
+
+
+def runs_idle_batches(config: PipelineConfig) -> bool:
+    """Whether the counter needs micro-batches without new acks: only to fire deadlines.
+
+    An idle batch of ``transformWithState`` in processing-time mode is not
+    free (a job over every state partition, a Python pass and a state-store
+    commit each): on two cores, running one every trigger took most of the
+    machine while nothing arrived. Without deadlines no timer is ever
+    registered; state that outlived ``state_ttl`` then leaves at the next
+    batch that has acks, not while the counter is idle.
+    """
+    return any(timeout is not None for timeout in config.timeouts.values())
+
+
 def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
     ttl = config.pipeline.state_ttl
     processor = AckCounter(Rules.of(config), None if ttl is None else int(ttl * 1000))
@@ -226,4 +242,5 @@ def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics)
             timeMode="ProcessingTime",
         )
     )
-    return start_foreach_batch(counted, CounterBatch(config, metrics))
+    conf = {NO_DATA_BATCHES: str(runs_idle_batches(config)).lower()}
+    return start_foreach_batch(counted, CounterBatch(config, metrics), conf)

@@ -144,15 +144,26 @@ class Watcher:
         for query in self.queries:
             if not query.isActive:
                 raise QueryFailedError.of(query.name, query.exception())
-            for progress in query.recentProgress:
-                batch = progress["batchId"]
-                if batch > self.last_batch.get(query.name, -1):
-                    self.last_batch[query.name] = batch
-                    if progress["numInputRows"] > 0:
-                        self.last_input = time.monotonic()
+            self._note_input(query)
             if query.status["isDataAvailable"]:
                 # A batch still working on new data is not idleness.
                 self.last_input = time.monotonic()
+
+    def _note_input(self, query: StreamingQuery) -> None:
+        """Whether batches since the last check read rows.
+
+        The last report is one py4j call; the recent ones (up to a hundred,
+        one call each) are read only when more than one batch ran between checks.
+        """
+        last = query.lastProgress
+        seen = self.last_batch.get(query.name, -1)
+        if last is None or last["batchId"] <= seen:
+            return
+        reports = [last] if last["batchId"] == seen + 1 else query.recentProgress
+        for progress in reports:
+            if progress["batchId"] > seen and progress["numInputRows"] > 0:
+                self.last_input = time.monotonic()
+        self.last_batch[query.name] = last["batchId"]
 
     def idle_for(self) -> float:
         return time.monotonic() - self.last_input

@@ -137,14 +137,21 @@ class ElasticsearchSettings(BaseModel):
         return options
 
 
+def local_task_slots() -> int:
+    """Task threads of the default local master: four per core, at least eight."""
+    return max(8, 4 * (os.cpu_count() or 1))
+
+
 class SparkSettings(BaseModel):
     """The SparkSession every Fusion query runs in."""
 
     model_config = _STRICT
 
     # local[<threads>, <attempts>]: a task that fails (say its Python worker died)
-    # is retried, as on a cluster, instead of failing the query at once.
-    master: str = "local[*,4]"
+    # is retried, as on a cluster, instead of failing the query at once. A
+    # stage's task spends most of its time waiting for Elasticsearch's refresh
+    # and Kafka's commit, so local mode runs more task threads than cores.
+    master: str = Field(default_factory=lambda: f"local[{local_task_slots()},4]")
     app_name: str = "fusion"
     shuffle_partitions: int = Field(default=4, ge=1)
     ui_enabled: bool = False
@@ -178,6 +185,10 @@ class SparkSettings(BaseModel):
             "spark.locality.wait": "0s",
             # A query whose task cannot be interrupted must not block `stop()` for ever.
             "spark.sql.streaming.stopTimeout": "120000",
+            # Write a batch's state changes as a changelog instead of a new RocksDB
+            # snapshot (zipped and fsynced) per partition and batch; snapshots
+            # are still made, in the background.
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         }
         return conf | self.conf
 

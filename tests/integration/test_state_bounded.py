@@ -12,6 +12,8 @@ check is never vacuous.
 
 from __future__ import annotations
 
+import json
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,11 @@ def _fired_ms(settings: Settings, config: PipelineConfig) -> dict[str, int]:
     }
 
 
+def _rejected_ack(config: PipelineConfig) -> tuple[str, str, bytes]:
+    ack = {"key": "nudge", "source": "not-a-source", "acked_at": "2026-01-01T00:00:00Z"}
+    return (config.acks_topic, "nudge", json.dumps(ack).encode())
+
+
 def test_a_key_stays_exactly_as_long_as_its_state_ttl(
     spark: Any, settings: Settings, tmp_path: Path
 ) -> None:
@@ -93,6 +100,11 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
                     spark, config, latest
                 )
 
+            # Without deadlines the counter runs a batch only when acks arrive, and
+            # expired state leaves in the next batch: once the last TTL passed,
+            # send an ack the counter rejects (unknown source: no state of its own).
+            run.wait_for(lambda: time.time() * 1000 > expired, 60, "the last TTL to pass")
+            produce(config, [_rejected_ack(config)])
             run.wait_for(emptied, 60, "every fired key's state to expire")
         assert run.metrics.get("counter.fired") == WAVES * KEYS_PER_WAVE
         assert len(everything) == WAVES * KEYS_PER_WAVE
