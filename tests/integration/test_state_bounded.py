@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from fusion import status
 from fusion.checkpoint import CheckpointFiles, batch_offsets, committed_batches
 from fusion.config import PipelineConfig
 from fusion.counter_state import states
@@ -28,6 +29,8 @@ from tests.integration.pipelines import RunningPipeline, drop, make_config, read
 WAVES = 3
 KEYS_PER_WAVE = 100
 TTL_SECONDS = 6
+IDLE_TRIGGERS = 20  # trigger intervals (200 ms in the tests) an idle counter is watched
+STAGES = ["indexer-billing", "indexer-insurance", "counter", "enricher"]
 
 
 def _batch_time(files: CheckpointFiles, batch_id: int) -> int:
@@ -61,6 +64,12 @@ def _fired_ms(settings: Settings, config: PipelineConfig) -> dict[str, int]:
         key or "": round(datetime.fromisoformat(event["fired_at"]).timestamp() * 1000)
         for key, event in ready
     }
+
+
+def _counter_batch(run: RunningPipeline) -> int:
+    (counter,) = [q for q in run.queries if q.name.endswith("-counter")]
+    progress = counter.lastProgress
+    return -1 if progress is None else int(progress["batchId"])
 
 
 def _rejected_ack(config: PipelineConfig) -> tuple[str, str, bytes]:
@@ -100,10 +109,22 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
                     spark, config, latest
                 )
 
-            # Without deadlines the counter runs a batch only when acks arrive, and
-            # expired state leaves in the next batch: once the last TTL passed,
-            # send an ack the counter rejects (unknown source: no state of its own).
-            run.wait_for(lambda: time.time() * 1000 > expired, 60, "the last TTL to pass")
+            # Without deadlines the counter runs a batch only when acks arrive
+            # (an idle transformWithState batch is a job over every state
+            # partition); expired state leaves in the next batch. Once every
+            # query read its input, the counter stays still while the last TTL
+            # passes (at least IDLE_TRIGGERS triggers); then an ack it rejects
+            # (unknown source: no state of its own) brings that batch.
+            run.wait_for(lambda: status.behind(config, STAGES) == 0, 60, "every input read")
+            before, since = _counter_batch(run), time.monotonic()
+            run.wait_for(
+                lambda: (
+                    time.time() * 1000 > expired and time.monotonic() - since > IDLE_TRIGGERS * 0.2
+                ),
+                60,
+                "the last TTL to pass",
+            )
+            assert _counter_batch(run) == before, "the idle counter ran micro-batches"
             produce(config, [_rejected_ack(config)])
             run.wait_for(emptied, 60, "every fired key's state to expire")
         assert run.metrics.get("counter.fired") == WAVES * KEYS_PER_WAVE
