@@ -419,7 +419,7 @@ def _submit_args(args: argparse.Namespace, settings: Settings) -> int:
     from fusion import submit
     from fusion.shipping import package_zip
 
-    jars = ",".join(str(j) for j in ArtifactCache(settings.runtime.home).spark_kafka_jars())
+    jars = ",".join(str(j) for j in clients.spark_jars(settings))
     code = package_zip(settings.runtime.home)
     out.print(f"--jars {jars} --py-files {code} {submit.__file__}", soft_wrap=True)
     return 0

@@ -11,12 +11,13 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elasticsearch import ApiError, Elasticsearch
 from elasticsearch import TransportError as ESTransportError
 
-from fusion import spark_logs
+from fusion import jvm, spark_logs
 from fusion.errors import CredentialsError, ServiceUnavailableError
 from fusion.faults import ENV_NAMES
 from fusion.infra.artifacts import ArtifactCache
@@ -94,6 +95,12 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> str:
     return str(info["version"]["number"])
 
 
+def spark_jars(settings: Settings) -> list[Path]:
+    """What ``spark.jars`` needs: the Kafka connector and Fusion's JVM counter."""
+    home = settings.runtime.home
+    return [*ArtifactCache(home).spark_kafka_jars(), jvm.counter_jar(home)]
+
+
 def spark_session(
     settings: Settings, app_name: str | None = None, submitted: bool = False
 ) -> SparkSession:
@@ -117,7 +124,7 @@ def spark_session(
         del conf["spark.jars"]
     else:
         builder = builder.master(settings.spark.master)
-        conf = settings.spark.as_spark_conf(ArtifactCache(settings.runtime.home).spark_kafka_jars())
+        conf = settings.spark.as_spark_conf(spark_jars(settings))
     # The tests' fault injection must reach the executors' Python workers too.
     conf |= {
         f"spark.executorEnv.{name}": os.environ[name] for name in ENV_NAMES if name in os.environ

@@ -1,0 +1,101 @@
+"""Fusion's JVM code: the counter's keyed state, compiled on first use into the runtime cache.
+
+The Java sources ship in the package (``src/``) and are compiled against the
+installed pyspark's own jars, so the classes always match the Spark they run
+in. The jar is cached under ``<runtime home>/artifacts/``, named by a digest of
+the sources and the pyspark version; it reaches the executors on
+``spark.jars`` with the Kafka connector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+
+from fusion.errors import InfraError, ToolMissingError
+
+SOURCES = Path(__file__).parent / "src"
+_HINT = (
+    "Fusion compiles its JVM counter on first use; install a JDK 17 or newer "
+    "(e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME to one"
+)
+
+
+class CompileError(InfraError):
+    """Fusion's own Java sources did not compile against the installed Spark."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"Fusion's JVM counter did not compile against pyspark's jars ({detail}): "
+            "reinstall Fusion with the pyspark version it pins"
+        )
+
+
+def counter_jar(home: Path) -> Path:
+    """The jar of Fusion's JVM classes, compiled now unless the cache has it."""
+    sources = sorted(SOURCES.rglob("*.java"))
+    target = home / "artifacts" / f"fusion-jvm-{_digest(sources)}.jar"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fusion-jvm-") as tmp:
+        classes = Path(tmp) / "classes"
+        _javac(sources, classes)
+        jar = Path(tmp) / "fusion-jvm.jar"
+        with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as out:
+            out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\n\r\n")
+            for path in sorted(classes.rglob("*.class")):
+                out.write(path, path.relative_to(classes).as_posix())
+        os.replace(jar, target)  # atomic: a concurrent build finds a whole jar or none
+    return target
+
+
+def _javac(sources: list[Path], classes: Path) -> None:
+    command = [
+        _find_javac(),
+        "--release",
+        "17",
+        "-nowarn",
+        "-encoding",
+        "UTF-8",
+        "-cp",
+        str(_pyspark_jars() / "*"),
+        "-d",
+        str(classes),
+        *map(str, sources),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if "error:" in line]
+        raise CompileError(errors[0].strip() if errors else f"javac exit {result.returncode}")
+
+
+def _find_javac() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "javac").is_file():
+        return str(Path(java_home) / "bin" / "javac")
+    found = shutil.which("javac")
+    if found is None:
+        raise ToolMissingError("javac", _HINT)
+    return found
+
+
+def _pyspark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _digest(sources: list[Path]) -> str:
+    import pyspark
+
+    digest = hashlib.sha256(pyspark.__version__.encode())
+    for path in sources:
+        digest.update(path.relative_to(SOURCES).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]

@@ -1,0 +1,139 @@
+package fusion.counter;
+
+import fusion.counter.Decisions.Ack;
+import fusion.counter.Decisions.Decision;
+import fusion.counter.Decisions.Event;
+import fusion.counter.Decisions.KeyState;
+import fusion.counter.Decisions.Now;
+import fusion.counter.Decisions.Rejected;
+import fusion.counter.Decisions.Rules;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.ExpiredTimerInfo;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StatefulProcessor;
+import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.sql.types.StructType;
+import scala.collection.Iterator;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Spark's side of the counter: state and timer I/O around {@link Decisions}.
+ *
+ * <p>Input rows are the parsed acks ({@code CounterQuery.INPUT_COLUMNS}); output rows are
+ * {@code CounterQuery.OUTPUT}: {@code new} (a key seen for the first time, for the pending
+ * count), {@code ready}, {@code updated}, {@code incomplete} and {@code dead} (a rejected ack).
+ */
+public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
+  static final String STATE_NAME = "key_state"; // fusion.counter_state.STATE_VAR
+  static final StructType STATE =
+      StructType.fromDDL(
+          "seen STRING, first_ack_at STRING, started_ms BIGINT, fired_at STRING, "
+              + "expired_at STRING, deadline_ms BIGINT");
+
+  private final Rules rules;
+  private final Long ttlMs;
+  private transient ValueState<Row> state;
+
+  AckCounter(Rules rules, Long ttlMs) {
+    this.rules = rules;
+    this.ttlMs = ttlMs;
+  }
+
+  @Override
+  public void init(OutputMode outputMode, TimeMode timeMode) {
+    TTLConfig ttl = ttlMs == null ? TTLConfig.NONE() : TTLConfig.apply(Duration.ofMillis(ttlMs));
+    state = getHandle().getValueState(STATE_NAME, Encoders.row(STATE), ttl);
+  }
+
+  @Override
+  public Iterator<Row> handleInputRows(Row key, Iterator<Row> rows, TimerValues timerValues) {
+    String k = key.getString(0);
+    KeyState before = load();
+    List<Ack> acks = new ArrayList<>();
+    while (rows.hasNext()) {
+      Row r = rows.next();
+      acks.add(
+          new Ack(
+              r.getString(1),
+              r.getString(2),
+              r.getString(5),
+              r.getString(6),
+              r.getInt(7),
+              r.getLong(8),
+              r.isNullAt(3) ? null : r.getLong(3),
+              r.getString(4)));
+    }
+    return apply(k, before, Decisions.decide(k, before, acks, rules, now(timerValues)));
+  }
+
+  @Override
+  public Iterator<Row> handleExpiredTimer(
+      Row key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
+    String k = key.getString(0);
+    KeyState before = load();
+    return apply(k, before, Decisions.onDeadline(k, before, rules, now(timerValues)));
+  }
+
+  // The batch's timestamp, not the wall clock: a replayed batch decides the same.
+  private static Now now(TimerValues timerValues) {
+    return Now.of(timerValues.getCurrentProcessingTimeInMs());
+  }
+
+  private KeyState load() {
+    if (!state.exists()) {
+      return null;
+    }
+    Row row = state.get();
+    return new KeyState(
+        Json.seen(row.getString(0)),
+        row.getString(1),
+        row.getLong(2),
+        row.getString(3),
+        row.getString(4),
+        row.isNullAt(5) ? null : row.getLong(5));
+  }
+
+  private Iterator<Row> apply(String key, KeyState before, Decision decision) {
+    if (decision.deleteTimer() != null) {
+      getHandle().deleteTimer(decision.deleteTimer());
+    }
+    if (decision.registerTimer() != null) {
+      getHandle().registerTimer(decision.registerTimer());
+    }
+    KeyState after = decision.state();
+    // Only a change is written: an update restarts the state's TTL.
+    if (after != null && !Objects.equals(after, before)) {
+      state.update(
+          RowFactory.create(
+              Json.seen(after.seen()),
+              after.firstAckAt(),
+              after.startedMs(),
+              after.firedAt(),
+              after.expiredAt(),
+              after.deadlineMs()));
+    }
+    List<Row> out = new ArrayList<>();
+    if (decision.newKey()) {
+      out.add(RowFactory.create("new", key, null, null, null, null, null, null));
+    }
+    for (Event event : decision.events()) {
+      out.add(RowFactory.create(event.kind(), key, Json.event(event), null, null, null, null, null));
+    }
+    for (Rejected r : decision.rejected()) {
+      Ack ack = r.ack();
+      out.add(
+          RowFactory.create(
+              "dead", key, null, r.reason(), ack.raw(), ack.topic(), ack.partition(), ack.offset()));
+    }
+    return CollectionConverters.asScala(out.iterator());
+  }
+}

@@ -1,0 +1,37 @@
+package fusion.counter;
+
+import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.types.StructType;
+
+/** The counter's Spark plan, called from {@code fusion.counter_query.start_counter}. */
+public final class CounterQuery {
+  private CounterQuery() {}
+
+  /** What the counter reads, in this order (see {@code fusion.counter_query.parsed_acks}). */
+  public static final String INPUT_COLUMNS =
+      "k,source,acked_at,version,digest,raw,topic,partition,offset";
+
+  static final StructType KEY = StructType.fromDDL("k STRING");
+  static final StructType OUTPUT =
+      StructType.fromDDL(
+          "kind STRING, key STRING, event STRING, reason STRING, raw STRING, topic STRING, "
+              + "partition INT, offset BIGINT");
+
+  /**
+   * The parsed acks grouped by join key into the counter's keyed state; one output row per
+   * event. {@code ttlMs} is the state TTL, or a negative number for none.
+   */
+  public static Dataset<Row> count(Dataset<Row> acks, String rulesJson, long ttlMs) {
+    AckCounter processor = new AckCounter(Json.rules(rulesJson), ttlMs < 0 ? null : ttlMs);
+    return acks.selectExpr(INPUT_COLUMNS.split(","))
+        .groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(r.getString(0)), Encoders.row(KEY))
+        .transformWithState(
+            processor, TimeMode.ProcessingTime(), OutputMode.Append(), Encoders.row(OUTPUT));
+  }
+}

@@ -1,0 +1,284 @@
+package fusion.counter;
+
+import java.io.Serializable;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * The counter's decisions, as pure functions: which sources of a key are searchable, and fire?
+ *
+ * <p>This is the JVM twin of {@code fusion/counter.py}, which stays the specification: the
+ * unit test {@code tests/unit/test_counter_jvm.py} runs both over the same random histories
+ * and requires the same decisions. The counter runs this one because a Python state call
+ * costs a socket round trip per key and batch, which capped the counter at about 1,150
+ * acks/s on two cores.
+ */
+public final class Decisions {
+  private Decisions() {}
+
+  static final long NEVER = 1L << 62;
+  private static final DateTimeFormatter ISO =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").withZone(ZoneOffset.UTC);
+
+  /** What the counter needs from the pipeline config. */
+  public record Rules(
+      Set<String> sources, Set<String> required, Map<String, Long> timeoutsMs, boolean reenrich)
+      implements Serializable {
+    long due(KeyState state, String source) {
+      Long timeout = timeoutsMs.get(source);
+      return timeout == null ? NEVER : state.startedMs() + timeout;
+    }
+  }
+
+  /** The processing time of the batch: ISO-8601 for events, milliseconds for timers. */
+  public record Now(String iso, long ms) {
+    public static Now of(long ms) {
+      return new Now(ISO.format(Instant.ofEpochMilli(ms)), ms);
+    }
+  }
+
+  /** The newest ack of one source: its document's version, content digest and ack time. */
+  public record Seen(long version, String digest, String ackedAt) {}
+
+  /** A key's state; {@code seen} is sorted by source name. */
+  public record KeyState(
+      TreeMap<String, Seen> seen,
+      String firstAckAt,
+      long startedMs,
+      String firedAt,
+      String expiredAt,
+      Long deadlineMs) {
+    boolean fired() {
+      return firedAt != null;
+    }
+
+    List<String> missing(Rules rules) {
+      List<String> out = new ArrayList<>(new TreeSet<>(rules.sources()));
+      out.removeAll(seen.keySet());
+      return out;
+    }
+
+    TreeMap<String, Long> versions() {
+      TreeMap<String, Long> out = new TreeMap<>();
+      seen.forEach((name, s) -> out.put(name, s.version()));
+      return out;
+    }
+
+    KeyState with(TreeMap<String, Seen> seen, String firstAckAt) {
+      return new KeyState(seen, firstAckAt, startedMs, firedAt, expiredAt, deadlineMs);
+    }
+
+    KeyState firedAt(String iso) {
+      return new KeyState(seen, firstAckAt, startedMs, iso, expiredAt, null);
+    }
+
+    KeyState expiredAt(String iso) {
+      return new KeyState(seen, firstAckAt, startedMs, firedAt, iso, deadlineMs);
+    }
+
+    KeyState deadline(Long ms) {
+      return new KeyState(seen, firstAckAt, startedMs, firedAt, expiredAt, ms);
+    }
+  }
+
+  /** The part of an ack the counter needs, plus where it came from for the dead-letter topic. */
+  public record Ack(
+      String source,
+      String ackedAt,
+      String raw,
+      String topic,
+      int partition,
+      long offset,
+      Long version,
+      String digest) {}
+
+  /**
+   * A {@code ready}, {@code updated} or {@code incomplete} event; {@code sources} are the
+   * sources present, {@code missing} is null unless incomplete, {@code at} is when it fired
+   * or expired.
+   */
+  public record Event(
+      String kind,
+      String key,
+      List<String> sources,
+      List<String> missing,
+      String firstAckAt,
+      String at,
+      Map<String, Long> versions) {}
+
+  public record Rejected(Ack ack, String reason) {}
+
+  public record Decision(
+      KeyState state,
+      List<Event> events,
+      List<Rejected> rejected,
+      boolean newKey,
+      Long registerTimer,
+      Long deleteTimer) {
+    static Decision of(KeyState state) {
+      return new Decision(state, List.of(), List.of(), false, null, null);
+    }
+
+    Decision withRejected(List<Rejected> rejected, boolean newKey) {
+      return new Decision(state, events, rejected, newKey, registerTimer, deleteTimer);
+    }
+  }
+
+  /** Fold {@code acks} (any order, duplicates allowed) into the key's {@code state}. */
+  public static Decision decide(
+      String key, KeyState state, Iterable<Ack> acks, Rules rules, Now now) {
+    TreeMap<String, Seen> seen = state == null ? new TreeMap<>() : new TreeMap<>(state.seen());
+    String first = state == null ? null : state.firstAckAt();
+    boolean changed = false;
+    List<Rejected> rejected = new ArrayList<>();
+    for (Ack ack : acks) {
+      if (key.isEmpty() || ack.source() == null || ack.ackedAt() == null) {
+        rejected.add(new Rejected(ack, "malformed ack: key, source and acked_at are required"));
+        continue;
+      }
+      if (!rules.sources().contains(ack.source())) {
+        String reason =
+            "ack for unknown source " + pyRepr(ack.source()) + " (not in the pipeline config)";
+        rejected.add(new Rejected(ack, reason));
+        continue;
+      }
+      first = first == null || ack.ackedAt().compareTo(first) < 0 ? ack.ackedAt() : first;
+      Seen before = seen.get(ack.source());
+      long version = ack.version() == null ? 0 : ack.version();
+      if (before == null || version > before.version()) {
+        // A duplicate (same digest, newer offset) is no change; a digest-less ack is.
+        if (before == null || ack.digest() == null || !ack.digest().equals(before.digest())) {
+          changed = true;
+        }
+        seen.put(ack.source(), new Seen(version, ack.digest(), ack.ackedAt()));
+      }
+    }
+    if (first == null) {
+      return Decision.of(state).withRejected(rejected, false);
+    }
+    KeyState after =
+        state == null
+            ? new KeyState(seen, first, now.ms(), null, null, null)
+            : state.with(seen, first);
+    if (!after.fired()) {
+      return fireOrWait(key, after, rules, now).withRejected(rejected, state == null);
+    }
+    List<Event> events = new ArrayList<>();
+    if (changed && rules.reenrich()) {
+      events.add(ready(key, after, now, "updated"));
+    }
+    return new Decision(after, events, rejected, false, null, null);
+  }
+
+  /** The key's timer expired: fire it, report it incomplete, or wait for the next deadline. */
+  public static Decision onDeadline(String key, KeyState state, Rules rules, Now now) {
+    if (state == null || state.fired() || state.expiredAt() != null) {
+      return Decision.of(state); // a timer left from before the key fired, expired or was forgotten
+    }
+    state = state.deadline(null);
+    if (complete(state, rules, now)) {
+      return fire(key, state, now);
+    }
+    List<String> missing = state.missing(rules);
+    for (String source : missing) {
+      if (rules.required().contains(source) && rules.due(state, source) <= now.ms()) {
+        KeyState expired = state.expiredAt(now.iso());
+        Event event =
+            new Event(
+                "incomplete",
+                key,
+                new ArrayList<>(state.seen().keySet()),
+                missing,
+                state.firstAckAt(),
+                now.iso(),
+                state.versions());
+        return new Decision(expired, List.of(event), List.of(), false, null, null);
+      }
+    }
+    return await(state, rules, now);
+  }
+
+  /** Every required source is there and no optional one is still worth waiting for. */
+  static boolean complete(KeyState state, Rules rules, Now now) {
+    for (String source : state.missing(rules)) {
+      if (rules.required().contains(source)) {
+        return false;
+      }
+      // An optional source is waited for until its own timeout (not at all without one).
+      long due = rules.due(state, source);
+      if (now.ms() < due && due < NEVER) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static Decision fireOrWait(String key, KeyState state, Rules rules, Now now) {
+    if (complete(state, rules, now)) {
+      return fire(key, state, now);
+    }
+    if (state.deadlineMs() == null && state.expiredAt() == null) {
+      return await(state, rules, now);
+    }
+    return Decision.of(state);
+  }
+
+  private static Decision fire(String key, KeyState state, Now now) {
+    KeyState fired = state.firedAt(now.iso());
+    return new Decision(
+        fired, List.of(ready(key, fired, now, "ready")), List.of(), false, null, state.deadlineMs());
+  }
+
+  /** Register a timer at the earliest deadline still ahead, if there is one. */
+  private static Decision await(KeyState state, Rules rules, Now now) {
+    long at = NEVER;
+    for (String source : state.missing(rules)) {
+      long due = rules.due(state, source);
+      if (now.ms() < due && due < NEVER) {
+        at = Math.min(at, due);
+      }
+    }
+    if (at == NEVER) {
+      return Decision.of(state);
+    }
+    return new Decision(state.deadline(at), List.of(), List.of(), false, at, null);
+  }
+
+  private static Event ready(String key, KeyState state, Now now, String kind) {
+    return new Event(
+        kind,
+        key,
+        new ArrayList<>(state.seen().keySet()),
+        null,
+        state.firstAckAt(),
+        now.iso(),
+        state.versions());
+  }
+
+  /** Python's {@code repr} of a string, for reasons worded as the Python counter words them. */
+  static String pyRepr(String value) {
+    char quote = value.contains("'") && !value.contains("\"") ? '"' : '\'';
+    StringBuilder out = new StringBuilder().append(quote);
+    for (char c : value.toCharArray()) {
+      if (c == '\\' || c == quote) {
+        out.append('\\').append(c);
+      } else if (c == '\n') {
+        out.append("\\n");
+      } else if (c == '\r') {
+        out.append("\\r");
+      } else if (c == '\t') {
+        out.append("\\t");
+      } else {
+        out.append(c);
+      }
+    }
+    return out.append(quote).toString();
+  }
+}
