@@ -81,9 +81,14 @@ def check_kafka(settings: KafkaSettings, timeout: float = 5.0) -> int:
 
 
 def check_elasticsearch(settings: ElasticsearchSettings) -> str:
-    """The server's version; ``ServiceUnavailableError`` if it does not answer."""
+    """The server's version; ``ServiceUnavailableError`` if it does not answer.
+
+    Read from ``GET _nodes/_local``, not ``GET /``: the integ-test-zip
+    distributions (8.9 on) do not serve the root endpoint, every distribution
+    serves this one.
+    """
     try:
-        info = elasticsearch(settings).info()
+        info = elasticsearch_version(elasticsearch(settings))
     except ApiError as exc:
         if exc.meta.status in (401, 403):
             raise CredentialsError(
@@ -92,7 +97,13 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> str:
         raise ServiceUnavailableError("Elasticsearch", settings.url, str(exc.message)) from None
     except (ESTransportError, OSError) as exc:
         raise ServiceUnavailableError("Elasticsearch", settings.url, type(exc).__name__) from None
-    return str(info["version"]["number"])
+    return info
+
+
+def elasticsearch_version(es: Elasticsearch) -> str:
+    """The version of the node ``es`` talks to."""
+    nodes = es.nodes.info(node_id="_local", metric="_none", filter_path="nodes.*.version")
+    return str(next(iter(nodes["nodes"].values()))["version"])
 
 
 def spark_jars(settings: Settings) -> list[Path]:
