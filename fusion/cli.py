@@ -21,7 +21,7 @@ from fusion.bench_process import STARTED
 from fusion.config import PipelineConfig
 from fusion.errors import ConfigError, FusionError
 from fusion.generator import GenOptions, build_dataset, produce, write_expected
-from fusion.infra.artifacts import ARTIFACT_SETS, ArtifactCache
+from fusion.infra.artifacts import ARTIFACT_SETS, ArtifactCache, preparing
 from fusion.infra.runtime import SERVICES, Endpoints, LocalRuntime
 from fusion.metrics import Metrics
 from fusion.settings import Settings, read_toml
@@ -289,7 +289,7 @@ def _infra_logs(args: argparse.Namespace, settings: Settings) -> int:
 def _infra_fetch(args: argparse.Namespace, settings: Settings) -> int:
     cache = ArtifactCache(settings.runtime.home)
     for name in [args.only] if args.only else ARTIFACT_SETS:
-        with err.status(f"fetching {name} with Maven"):
+        with err.status(preparing(name)):
             cache.fetch(name)
     out.print(f"artifacts ready in {cache.root}")
     return 0

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from fusion import jvm
 from fusion.errors import DownloadError, ToolMissingError
 
 KAFKA_VERSION = "4.1.1"
@@ -35,8 +36,16 @@ ELASTICSEARCH_VERSION = "8.7.1"
 # integration smoke test). Bump these when the 4.3.0 connector is published.
 SPARK_KAFKA_VERSION = "4.2.0"
 
-ArtifactSet = Literal["kafka", "elasticsearch", "spark-kafka"]
-ARTIFACT_SETS: tuple[ArtifactSet, ...] = ("kafka", "elasticsearch", "spark-kafka")
+# fusion-jvm is not downloaded: it is Fusion's own Java (the counter), compiled here.
+ArtifactSet = Literal["kafka", "elasticsearch", "spark-kafka", "fusion-jvm"]
+ARTIFACT_SETS: tuple[ArtifactSet, ...] = ("kafka", "elasticsearch", "spark-kafka", "fusion-jvm")
+
+
+def preparing(name: ArtifactSet) -> str:
+    """What getting an artifact set means, for progress lines."""
+    return (
+        "compiling Fusion's JVM counter" if name == "fusion-jvm" else f"fetching {name} with Maven"
+    )
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ class ArtifactCache:
     """The on-disk cache of everything the local runtime and Spark need from Maven."""
 
     def __init__(self, home: Path) -> None:
+        self.home = home
         self.root = home / "artifacts"
 
     @property
@@ -102,20 +112,24 @@ class ArtifactCache:
 
     def missing(self) -> list[ArtifactSet]:
         """Names of the artifact sets not yet in the cache."""
-        dirs = {
-            "kafka": self.kafka_dir,
-            "elasticsearch": self.elasticsearch_dir,
-            "spark-kafka": self.spark_kafka_dir,
+        there = {
+            "kafka": self.kafka_dir.is_dir(),
+            "elasticsearch": self.elasticsearch_dir.is_dir(),
+            "spark-kafka": self.spark_kafka_dir.is_dir(),
+            "fusion-jvm": jvm.jar_path(self.home).is_file(),
         }
-        return [name for name in ARTIFACT_SETS if not dirs[name].is_dir()]
+        return [name for name in ARTIFACT_SETS if not there[name]]
 
     def fetch(self, name: ArtifactSet) -> None:
         """Make sure one artifact set is in the cache."""
-        {
-            "kafka": self.kafka_libs,
-            "elasticsearch": self.elasticsearch_home,
-            "spark-kafka": self.spark_kafka_jars,
-        }[name]()
+        if name == "kafka":
+            self.kafka_libs()
+        elif name == "elasticsearch":
+            self.elasticsearch_home()
+        elif name == "spark-kafka":
+            self.spark_kafka_jars()
+        else:
+            jvm.counter_jar(self.home)
 
     def kafka_libs(self) -> Path:
         """Directory of the Kafka broker's jars, fetched on first use."""

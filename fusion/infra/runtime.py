@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fusion.errors import InfraError, PortInUseError, ServerStartError
-from fusion.infra.artifacts import KAFKA_VERSION, ArtifactCache
+from fusion.infra.artifacts import KAFKA_VERSION, ArtifactCache, preparing
 from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch, get_json
 from fusion.infra.java import java_home
 from fusion.infra.kafka import KafkaPorts, LocalKafka
@@ -113,7 +113,7 @@ class LocalRuntime:
         """Start whatever is not running yet and wait until every server is healthy."""
         java_home()
         for name in self.cache.missing():
-            on_step(f"fetching {name} with Maven (first run only)")
+            on_step(f"{preparing(name)} (first run only)")
             self.cache.fetch(name)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         state = self._read_state()

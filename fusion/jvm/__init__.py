@@ -36,10 +36,15 @@ class CompileError(InfraError):
         )
 
 
+def jar_path(home: Path) -> Path:
+    """Where the jar of the current sources is cached (whether or not it is built yet)."""
+    return home / "artifacts" / f"fusion-jvm-{_digest(sorted(SOURCES.rglob('*.java')))}.jar"
+
+
 def counter_jar(home: Path) -> Path:
     """The jar of Fusion's JVM classes, compiled now unless the cache has it."""
     sources = sorted(SOURCES.rglob("*.java"))
-    target = home / "artifacts" / f"fusion-jvm-{_digest(sources)}.jar"
+    target = jar_path(home)
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
