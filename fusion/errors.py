@@ -115,3 +115,20 @@ class CredentialsError(FusionError):
             f"{service} at {address} refused the credentials ({detail}): check {settings} "
             "(or their FUSION_* environment variables)"
         )
+
+
+class TlsTrustError(FusionError):
+    """The server's TLS certificate is not signed by the configured CA (or none was given)."""
+
+    def __init__(self, service: str, address: str, detail: str) -> None:
+        self.service = service
+        self.address = address
+        setting = (
+            "[elasticsearch] ca_certs (FUSION_ES_CA_CERTS)"
+            if service == "Elasticsearch"
+            else "[kafka] ssl_ca_location (FUSION_KAFKA_SSL_CA_LOCATION)"
+        )
+        super().__init__(
+            f"{service} at {address} presented a certificate this CA does not trust "
+            f"({detail}): set {setting} to the CA that signed the server's certificate"
+        )

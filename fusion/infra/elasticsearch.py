@@ -8,6 +8,7 @@ it and above the distribution.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pwd
@@ -21,6 +22,8 @@ from pathlib import Path
 from fusion.errors import InfraError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
+from fusion.infra.secure import ES_USER as FUSION_USER
+from fusion.infra.secure import SecureMaterial
 
 ES_USER = "fusion-es"
 
@@ -36,8 +39,20 @@ class LocalElasticsearch:
 
     name = "elasticsearch"
 
-    def __init__(self, dist: Path, state_dir: Path, heap: str) -> None:
+    def __init__(
+        self,
+        dist: Path,
+        state_dir: Path,
+        heap: str,
+        java: Path | None = None,
+        secure: SecureMaterial | None = None,
+    ) -> None:
         self.dist = dist
+        self.java = java
+        # Security on: TLS on HTTP and Fusion's user with a password. No API key: creating
+        # one writes the security index, whose mapping needs the analysis-common module
+        # ("Unknown filter type [pattern_capture]"), which the integ-test-zip leaves out.
+        self.secure = secure
         self.dir = state_dir / "elasticsearch"
         self.heap = heap
         self.process = ManagedProcess(
@@ -54,41 +69,88 @@ class LocalElasticsearch:
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         if not (config / "log4j2.properties").exists():
             shutil.copy(self.dist / "config" / "log4j2.properties", config)
-        (config / "elasticsearch.yml").write_text(_node_config(ports, self.dir))
+        node_config = _node_config(ports, self.dir, secured=self.secure is not None)
+        if self.secure is not None:
+            node_config += _security_config(self.secure, config)
+        (config / "elasticsearch.yml").write_text(node_config)
         (config / "jvm.options").write_text(_jvm_options(self.heap, self.dir))
         user = None
         if os.geteuid() == 0:
             user = _ensure_user(ES_USER)
             _chown_tree(self.dir, user)
             _grant_search(self.dir, self.dist)
+        java = self.java or java_home()
+        if user is not None:
+            _grant_search(java)
         env = {
-            "ES_JAVA_HOME": str(java_home()),
+            "ES_JAVA_HOME": str(java),
             "ES_PATH_CONF": str(config),
             "ES_TMPDIR": str(self.dir / "tmp"),
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.dir),
             "LANG": "C.UTF-8",
         }
+        if self.secure is not None:
+            self._add_user(env, user)
         self.process.start([str(self.dist / "bin" / "elasticsearch")], env, cwd=self.dir, user=user)
 
+    def _add_user(self, env: dict[str, str], user: str | None) -> None:
+        """Fusion's user in the node's file realm (before start: no API call needed)."""
+        assert self.secure is not None
+        password = self.secure.credentials().es_password
+        users = self.dir / "config" / "users"
+        if users.exists() and f"{FUSION_USER}:" in users.read_text():
+            return
+        command = [str(self.dist / "bin" / "elasticsearch-users"), "useradd", FUSION_USER]
+        command += ["-p", password, "-r", "superuser"]
+        # As the node's user: the files it writes must be the node's. Its own group too:
+        # with root's gid the group bits of root's directories would apply.
+        account = pwd.getpwnam(user) if user else None
+        result = subprocess.run(
+            command,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            user=account.pw_uid if account else None,
+            group=account.pw_gid if account else None,
+            extra_groups=[] if account else None,
+        )
+        if result.returncode != 0:
+            detail = (result.stdout + result.stderr).strip().splitlines()
+            raise InfraError(f"adding Elasticsearch's user failed: {detail[-1] if detail else ''}")
+
     def healthy(self, url: str) -> bool:
-        """True once cluster health is yellow or green."""
+        """True once cluster health is yellow or green (asked as Fusion's user, when secured)."""
         try:
-            health = get_json(f"{url}/_cluster/health?timeout=1s")
+            health = get_json(f"{url}/_cluster/health?timeout=1s", secure=self.secure)
         except (OSError, ValueError):
             return False
         return health.get("status") in ("yellow", "green")
 
 
-def get_json(url: str, timeout: float = 3.0) -> dict[str, object]:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+def get_json(
+    url: str,
+    timeout: float = 3.0,
+    secure: SecureMaterial | None = None,
+    body: bytes | None = None,
+) -> dict[str, object]:
+    """GET (or POST ``body``) and parse the JSON answer; over TLS as Fusion's user if secured."""
+    request = urllib.request.Request(url, data=body, method="POST" if body else "GET")
+    context = None
+    if secure is not None:
+        context = secure.client_context()
+        token = f"{FUSION_USER}:{secure.credentials().es_password}".encode()
+        request.add_header("Authorization", f"Basic {base64.b64encode(token).decode()}")
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
         body = json.loads(response.read())
     if not isinstance(body, dict):
         raise ValueError(f"{url} answered {body!r}")
     return body
 
 
-def _node_config(ports: ElasticsearchPorts, node_dir: Path) -> str:
+def _node_config(ports: ElasticsearchPorts, node_dir: Path, secured: bool = False) -> str:
     return f"""\
 cluster.name: fusion
 node.name: fusion-local
@@ -96,12 +158,28 @@ network.host: 127.0.0.1
 http.port: {ports.http}
 transport.port: {ports.transport}
 discovery.type: single-node
-xpack.security.enabled: false
+xpack.security.enabled: {"true" if secured else "false"}
 path.data: {node_dir / "data"}
 path.logs: {node_dir / "logs"}
 # A laptop or CI disk is often fuller than production watermarks allow.
 cluster.routing.allocation.disk.threshold_enabled: false
 action.destructive_requires_name: false
+"""
+
+
+def _security_config(secure: SecureMaterial, config: Path) -> str:
+    # The node reads certificates only from inside its config directory.
+    certs = config / "certs"
+    certs.mkdir(exist_ok=True)
+    for source in (secure.ca, secure.server_key, secure.server_cert):
+        shutil.copy(source, certs / source.name)
+    for realm_file in ("users", "users_roles"):  # the file realm `elasticsearch-users` edits
+        (config / realm_file).touch()
+    return f"""\
+xpack.security.http.ssl.enabled: true
+xpack.security.http.ssl.key: certs/{secure.server_key.name}
+xpack.security.http.ssl.certificate: certs/{secure.server_cert.name}
+xpack.security.http.ssl.certificate_authorities: [certs/{secure.ca.name}]
 """
 
 

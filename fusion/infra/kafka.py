@@ -13,6 +13,7 @@ from pathlib import Path
 from fusion.errors import ServerStartError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
+from fusion.infra.secure import KAFKA_BROKER_USER, KAFKA_MECHANISM, KAFKA_USER, SecureMaterial
 
 _QUIET = logging.getLogger("fusion.infra.kafka.client")
 _QUIET.setLevel(logging.CRITICAL)
@@ -48,10 +49,13 @@ class LocalKafka:
 
     name = "kafka"
 
-    def __init__(self, libs: Path, state_dir: Path, heap: str) -> None:
+    def __init__(
+        self, libs: Path, state_dir: Path, heap: str, secure: SecureMaterial | None = None
+    ) -> None:
         self.libs = libs
         self.dir = state_dir / "kafka"
         self.heap = heap
+        self.secure = secure  # a SASL_SSL listener (SCRAM) instead of PLAINTEXT
         self.process = ManagedProcess(
             "kafka", self.dir / "kafka.pid", self.dir / "kafka.log", marker="kafka.Kafka"
         )
@@ -64,7 +68,7 @@ class LocalKafka:
         """Write the config, format storage on first start, launch the broker."""
         self.dir.mkdir(parents=True, exist_ok=True)
         properties = self.dir / "server.properties"
-        properties.write_text(_server_properties(ports, self.data_dir))
+        properties.write_text(_server_properties(ports, self.data_dir, self.secure))
         (self.dir / "log4j2.yaml").write_text(_LOG4J2)
         if not (self.data_dir / "meta.properties").exists():
             self._format(properties)
@@ -72,9 +76,17 @@ class LocalKafka:
 
     def _format(self, properties: Path) -> None:
         cluster_id = _cluster_id(uuid.uuid4())
+        while cluster_id.startswith("-"):  # read as an option by the storage tool, as Kafka's
+            cluster_id = _cluster_id(uuid.uuid4())  # own Uuid.randomUuid() knows
         result = subprocess.run(
             self._java(
-                "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                str(properties),
+                *_scram_users(self.secure),
             ),
             capture_output=True,
             text=True,
@@ -97,10 +109,12 @@ class LocalKafka:
         ]
 
     def healthy(self, bootstrap: str) -> bool:
-        """True once the broker answers a metadata request."""
+        """True once the broker answers a metadata request (as Fusion's user, when secured)."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": bootstrap}, logger=_QUIET)
+        options: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
+        options |= client_options(self.secure)
+        admin = AdminClient(options, logger=_QUIET)
         try:
             metadata = admin.list_topics(timeout=2)
         except Exception:
@@ -108,17 +122,73 @@ class LocalKafka:
         return bool(metadata.brokers)
 
 
-def _server_properties(ports: KafkaPorts, data_dir: Path) -> str:
+def client_options(secure: SecureMaterial | None) -> dict[str, str]:
+    """librdkafka options to reach the broker as Fusion's user over SASL_SSL ({} if plain)."""
+    if secure is None:
+        return {}
+    return {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": KAFKA_MECHANISM,
+        "sasl.username": KAFKA_USER,
+        "sasl.password": secure.credentials().kafka_password,
+        "ssl.ca.location": str(secure.ca),
+    }
+
+
+def _scram_users(secure: SecureMaterial | None) -> list[str]:
+    """KRaft stores SCRAM credentials in its metadata: they are added when storage is formatted."""
+    if secure is None:
+        return []
+    creds = secure.credentials()
+    return [
+        "--add-scram",
+        f"{KAFKA_MECHANISM}=[name={KAFKA_USER},password={creds.kafka_password}]",
+        "--add-scram",
+        f"{KAFKA_MECHANISM}=[name={KAFKA_BROKER_USER},password={creds.kafka_broker_password}]",
+    ]
+
+
+def _listeners(ports: KafkaPorts, secure: SecureMaterial | None) -> str:
+    controller = f"CONTROLLER://127.0.0.1:{ports.controller}"
+    if secure is None:
+        return f"""\
+listeners=PLAINTEXT://127.0.0.1:{ports.broker},{controller}
+advertised.listeners=PLAINTEXT://127.0.0.1:{ports.broker}
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+"""
+    # One client listener, SASL_SSL with SCRAM; the broker talks to itself through it as
+    # its own user. The controller listener stays on loopback, as in the plain runtime.
+    password = secure.credentials().kafka_broker_password
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{KAFKA_BROKER_USER}" password="{password}";'
+    )
+    return f"""\
+listeners=SASL_SSL://127.0.0.1:{ports.broker},{controller}
+advertised.listeners=SASL_SSL://127.0.0.1:{ports.broker}
+inter.broker.listener.name=SASL_SSL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms={KAFKA_MECHANISM}
+sasl.mechanism.inter.broker.protocol={KAFKA_MECHANISM}
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={jaas}
+ssl.keystore.type=PEM
+ssl.keystore.location={secure.kafka_keystore}
+ssl.truststore.type=PEM
+ssl.truststore.location={secure.ca}
+ssl.endpoint.identification.algorithm=https
+"""
+
+
+def _server_properties(
+    ports: KafkaPorts, data_dir: Path, secure: SecureMaterial | None = None
+) -> str:
     return f"""\
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{ports.controller}
-listeners=PLAINTEXT://127.0.0.1:{ports.broker},CONTROLLER://127.0.0.1:{ports.controller}
-advertised.listeners=PLAINTEXT://127.0.0.1:{ports.broker}
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs={data_dir}
+{_listeners(ports, secure)}log.dirs={data_dir}
 num.partitions=1
 default.replication.factor=1
 offsets.topic.replication.factor=1

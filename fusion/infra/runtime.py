@@ -25,11 +25,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fusion.errors import InfraError, PortInUseError, ServerStartError
-from fusion.infra.artifacts import KAFKA_VERSION, ArtifactCache, preparing
+from fusion.infra.artifacts import (
+    ELASTICSEARCH_VERSION,
+    KAFKA_VERSION,
+    ArtifactCache,
+    preparing,
+)
 from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch, get_json
-from fusion.infra.java import java_home
+from fusion.infra.java import elasticsearch_java_home, java_home
 from fusion.infra.kafka import KafkaPorts, LocalKafka
 from fusion.infra.process import free_port, port_is_free
+from fusion.infra.secure import SecureMaterial, write_env
+from fusion.infra.secure import ensure as ensure_material
 from fusion.infra.spark import LocalSparkCluster, SparkPorts
 from fusion.settings import RuntimeSettings
 
@@ -46,6 +53,7 @@ class Endpoints:
     kafka_version: str
     es_version: str
     spark_master: str | None = None  # spark://127.0.0.1:<port> when workers were started
+    env_file: str | None = None  # a secured runtime's settings for Fusion (`source` it)
 
 
 @dataclass(frozen=True)
@@ -71,9 +79,16 @@ class LocalRuntime:
         state_dir: Path | None = None,
         kafka_heap: str = "512m",
         es_heap: str = "512m",
+        es_version: str | None = None,
+        secure: bool | None = None,
     ) -> None:
-        self.cache = ArtifactCache(home)
         self.state_dir = state_dir or home / "runtime"
+        # Asked for, else what the last `up` ran (so `down` and `status` find it), else the default.
+        state = self._read_state()
+        recorded = state.get("elasticsearch", {}).get("version")
+        self.es_version: str = es_version or recorded or ELASTICSEARCH_VERSION
+        self.secure: bool = bool(state.get("secure", False)) if secure is None else secure
+        self.cache = ArtifactCache(home, self.es_version)
         self.kafka_heap = kafka_heap
         self.es_heap = es_heap
 
@@ -84,17 +99,29 @@ class LocalRuntime:
             settings.state_dir,
             kafka_heap=settings.kafka_heap,
             es_heap=settings.es_heap,
+            es_version=settings.es_version,
         )
 
     @property
     def state_file(self) -> Path:
         return self.state_dir / "runtime.json"
 
+    @property
+    def material(self) -> SecureMaterial | None:
+        """The CA, certificate and credentials of a secured runtime (None when plain)."""
+        return SecureMaterial(self.state_dir / "secure") if self.secure else None
+
     def kafka(self) -> LocalKafka:
-        return LocalKafka(self.cache.kafka_libs(), self.state_dir, self.kafka_heap)
+        return LocalKafka(self.cache.kafka_libs(), self.state_dir, self.kafka_heap, self.material)
 
     def elasticsearch(self) -> LocalElasticsearch:
-        return LocalElasticsearch(self.cache.elasticsearch_home(), self.state_dir, self.es_heap)
+        return LocalElasticsearch(
+            self.cache.elasticsearch_home(),
+            self.state_dir,
+            self.es_heap,
+            elasticsearch_java_home(self.es_version),
+            self.material,
+        )
 
     def spark(self, workers: int | None = None) -> LocalSparkCluster:
         """The standalone cluster, with ``workers`` (default: as many as were started)."""
@@ -112,11 +139,16 @@ class LocalRuntime:
     ) -> Endpoints:
         """Start whatever is not running yet and wait until every server is healthy."""
         java_home()
+        self._check_es_data()
+        self._check_security()
         for name in self.cache.missing():
             on_step(f"{preparing(name)} (first run only)")
             self.cache.fetch(name)
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.secure:
+            ensure_material(self.state_dir / "secure")
         state = self._read_state()
+        state["secure"] = self.secure
         kafka, es = self.kafka(), self.elasticsearch()
         started: list[LocalKafka | LocalElasticsearch | LocalSparkCluster] = []
         try:
@@ -127,13 +159,14 @@ class LocalRuntime:
                 started.append(kafka)
                 state["kafka"] = {"port": ports.broker, "controller_port": ports.controller}
             if not _reuse(es, state.get("elasticsearch"), es_port, "--es-port"):
-                on_step(f"starting Elasticsearch on 127.0.0.1:{es_port}")
+                on_step(f"starting Elasticsearch {self.es_version} on 127.0.0.1:{es_port}")
                 es_ports = ElasticsearchPorts(es_port, _companion_port(es_port, 100))
                 es.start(es_ports)
                 started.append(es)
                 state["elasticsearch"] = {
                     "port": es_ports.http,
                     "transport_port": es_ports.transport,
+                    "version": self.es_version,
                 }
             if spark_workers:
                 cluster = self._start_spark(state, spark_workers, spark_port, on_step)
@@ -144,6 +177,8 @@ class LocalRuntime:
             self._wait_healthy(kafka, es, endpoints, timeout)
             if spark_workers:
                 self._wait_spark(cluster, state["spark"]["ui_port"], timeout)
+            if self.material is not None:
+                write_env(self.material, endpoints.kafka_bootstrap, endpoints.es_url)
         except BaseException:
             for service in started:
                 service.stop() if isinstance(service, LocalSparkCluster) else service.process.stop()
@@ -183,6 +218,28 @@ class LocalRuntime:
                     cluster.log_tail(),
                 )
             time.sleep(0.5)
+
+    def _check_security(self) -> None:
+        recorded = self._read_state().get("secure")
+        if recorded is not None and bool(recorded) != self.secure and self._has_data():
+            was, now = ("secured", "plain") if recorded else ("plain", "secured")
+            raise InfraError(
+                f"the local runtime under {self.state_dir} was set up {was}; run "
+                f"`fusion infra down --purge` before starting it {now}"
+            )
+
+    def _has_data(self) -> bool:
+        return (self.state_dir / "kafka").exists() or (self.state_dir / "elasticsearch").exists()
+
+    def _check_es_data(self) -> None:
+        """One line, not a node that dies at start, when the data is another major's."""
+        recorded = self._read_state().get("elasticsearch", {}).get("version")
+        if recorded and recorded.split(".")[0] != self.es_version.split(".")[0]:
+            raise InfraError(
+                f"the local Elasticsearch data under {self.state_dir} was written by "
+                f"Elasticsearch {recorded}; run `fusion infra down --purge` before starting "
+                f"{self.es_version}, or start {recorded} (--es-version {recorded})"
+            )
 
     def down(self, purge: bool = False) -> None:
         """Stop every server (nothing of ours keeps running); with ``purge``, delete their data."""
@@ -282,14 +339,19 @@ class LocalRuntime:
     def _endpoints(self, state: dict[str, Any], with_es_version: bool = False) -> Endpoints:
         if "kafka" not in state or "elasticsearch" not in state:
             raise InfraError("the local runtime is not set up: run `fusion infra up` first")
-        es_url = f"http://127.0.0.1:{state['elasticsearch']['port']}"
+        scheme = "https" if self.secure else "http"
+        es_url = f"{scheme}://127.0.0.1:{state['elasticsearch']['port']}"
         spark = state.get("spark")
+        material = self.material
         return Endpoints(
             kafka_bootstrap=f"127.0.0.1:{state['kafka']['port']}",
             es_url=es_url,
             kafka_version=KAFKA_VERSION,
-            es_version=(_es_version(es_url) or "unknown") if with_es_version else "unknown",
+            es_version=(_es_version(es_url, material) or "unknown")
+            if with_es_version
+            else "unknown",
             spark_master=f"spark://127.0.0.1:{spark['port']}" if spark else None,
+            env_file=str(material.env_file) if material is not None else None,
         )
 
     def _read_state(self) -> dict[str, Any]:
@@ -337,10 +399,14 @@ def _spark_version() -> str:
     return f"Spark {pyspark.__version__}"
 
 
-def _es_version(url: str) -> str | None:
+def _es_version(url: str, secure: SecureMaterial | None = None) -> str | None:
+    # Not `GET /`: integ-test-zip nodes from 8.9 on answer it with 405.
     try:
-        info = get_json(url)
+        info = get_json(f"{url}/_nodes/_local?filter_path=nodes.*.version", secure=secure)
     except (OSError, ValueError):
         return None
-    version = info.get("version")
-    return str(version.get("number")) if isinstance(version, dict) else None
+    nodes = info.get("nodes")
+    if not isinstance(nodes, dict) or not nodes:
+        return None
+    node = next(iter(nodes.values()))
+    return str(node.get("version")) if isinstance(node, dict) else None

@@ -41,7 +41,8 @@ KAFKA_IMAGE = "confluentinc/cp-kafka:7.9.0"
 SERVER_LINES: list[str] = []  # repeated in the terminal summary, see tests/conftest.py
 # (guarantee, why) for every test that could not check its guarantee: printed at the end.
 UNCHECKED: list[tuple[str, str]] = []
-ES_IMAGE = "elasticsearch:8.7.1"
+ES_VERSION_ENV = "FUSION_TEST_ES_VERSION"  # `make test-es9` sets it
+ES_IMAGE = f"elasticsearch:{os.environ.get(ES_VERSION_ENV, '8.19.21')}"
 _CONTAINERS: dict[str, Any] = {}
 
 
@@ -133,7 +134,8 @@ def _local_runtime() -> Iterator[Endpoints]:
     ).home
     # Our own state directory, so a `fusion infra up` of the user is never touched.
     state_dir = Path(tempfile.mkdtemp(prefix="test-runtime-", dir=_ensure(home)))
-    runtime = LocalRuntime(home, state_dir=state_dir)
+    # `make test-es9` runs a subset against another Elasticsearch version.
+    runtime = LocalRuntime(home, state_dir=state_dir, es_version=os.environ.get(ES_VERSION_ENV))
     _RUNTIMES.append(runtime)
     try:
         yield runtime.up(kafka_port=free_port(), es_port=free_port())

@@ -21,13 +21,17 @@ def test_without_javac_the_error_says_to_install_a_jdk(
         jvm.counter_jar(tmp_path / "home")
 
 
-def test_a_compile_error_is_one_line_naming_the_javac_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sources = tmp_path / "src" / "fusion" / "counter"
-    sources.mkdir(parents=True)
-    (sources / "Broken.java").write_text("package fusion.counter; class Broken { int x = ; }\n")
+@pytest.fixture
+def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty source tree in place of Fusion's own."""
+    package = tmp_path / "src" / "fusion" / "counter"
+    package.mkdir(parents=True)
     monkeypatch.setattr(jvm, "SOURCES", tmp_path / "src")
+    return package
+
+
+def test_a_compile_error_is_one_line_naming_the_javac_error(tmp_path: Path, sources: Path) -> None:
+    (sources / "Broken.java").write_text("package fusion.counter; class Broken { int x = ; }\n")
 
     with pytest.raises(jvm.CompileError, match=r"Broken\.java:1: error: illegal start") as caught:
         jvm.counter_jar(tmp_path / "home")
@@ -35,13 +39,8 @@ def test_a_compile_error_is_one_line_naming_the_javac_error(
     assert not list((tmp_path / "home" / "artifacts").glob("*.jar"))  # nothing half-built
 
 
-def test_the_jar_is_built_once_per_source_digest(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sources = tmp_path / "src" / "fusion" / "counter"
-    sources.mkdir(parents=True)
+def test_the_jar_is_built_once_per_source_digest(tmp_path: Path, sources: Path) -> None:
     (sources / "Tiny.java").write_text("package fusion.counter; public class Tiny {}\n")
-    monkeypatch.setattr(jvm, "SOURCES", tmp_path / "src")
 
     jar = jvm.counter_jar(tmp_path / "home")
     assert "fusion/counter/Tiny.class" in zipfile.ZipFile(jar).namelist()

@@ -93,6 +93,21 @@ def test_secrets_are_hidden_but_reach_the_clients() -> None:
     assert settings.elasticsearch.as_client_options()["api_key"] == "s3cr3t-key"
 
 
+def test_the_kafka_ca_reaches_spark_as_a_pem_truststore() -> None:
+    settings = Settings.load(
+        env={
+            "FUSION_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+            "FUSION_KAFKA_SSL_CA_LOCATION": "/etc/fusion/ca.pem",
+        }
+    )
+
+    spark = settings.kafka.as_spark_options()
+    librdkafka = settings.kafka.as_librdkafka_options()
+
+    assert spark["kafka.ssl.truststore.location"] == librdkafka["ssl.ca.location"]
+    assert spark["kafka.ssl.truststore.type"] == "PEM"  # not Java's default, JKS
+
+
 def test_spark_conf_carries_jars_and_state_store() -> None:
     settings = Settings.load(env={"FUSION_SPARK_SHUFFLE_PARTITIONS": "3"})
 

@@ -1,0 +1,179 @@
+"""Fusion against a secured pair: Kafka on SASL_SSL (SCRAM-SHA-512), Elasticsearch with HTTPS.
+
+The servers are real and secured by `fusion infra up --secure`'s own code path
+(a throwaway CA, a SCRAM user, a file-realm user with a password); the pipeline
+runs end to end through them, Spark's Kafka source and sink included, and the
+wrong password or CA stops `fusion run` at start with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import AuthenticationException, Elasticsearch
+
+from fusion import clients
+from fusion.errors import CredentialsError
+from fusion.generator import GenOptions, build_dataset, produce
+from fusion.infra.process import free_port
+from fusion.infra.runtime import Endpoints, LocalRuntime
+from fusion.infra.secure import SecureMaterial
+from fusion.settings import RuntimeSettings, Settings
+from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[tuple[Endpoints, SecureMaterial]]:
+    home = RuntimeSettings.model_validate(
+        {"home": os.environ.get("FUSION_HOME", "~/.cache/fusion")}
+    ).home
+    state_dir = Path(tempfile.mkdtemp(prefix="test-secured-", dir=home))
+    runtime = LocalRuntime(home, state_dir=state_dir, secure=True)
+    try:
+        endpoints = runtime.up(kafka_port=free_port(), es_port=free_port())
+        assert runtime.material is not None
+        yield endpoints, runtime.material
+    finally:
+        runtime.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def env_of(material: SecureMaterial) -> dict[str, str]:
+    """The settings `fusion infra up --secure` wrote to fusion.env."""
+    env = {}
+    for line in material.env_file.read_text().splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        env[name] = shlex.split(value)[0]
+    return env
+
+
+def secured_settings(material: SecureMaterial, **overrides: str) -> Settings:
+    env = env_of(material) | {
+        "FUSION_SPARK_MASTER": "local[2,4]",
+        "FUSION_SPARK_SHUFFLE_PARTITIONS": "2",
+    }
+    if "FUSION_HOME" in os.environ:
+        env["FUSION_HOME"] = os.environ["FUSION_HOME"]
+    return Settings.load(env=env | overrides)
+
+
+def test_the_servers_refuse_anyone_without_the_credentials(
+    secured: tuple[Endpoints, SecureMaterial],
+) -> None:
+    endpoints, material = secured
+    assert endpoints.es_url.startswith("https://")
+    anonymous = Elasticsearch(endpoints.es_url, ca_certs=str(material.ca))
+    with pytest.raises(AuthenticationException):
+        anonymous.cluster.health()
+    with pytest.raises(CredentialsError, match=r"Kafka at .* refused the credentials"):
+        settings = secured_settings(material, FUSION_KAFKA_SASL_PASSWORD="not-the-password")
+        clients.check_kafka(settings.kafka, timeout=15)
+    settings = secured_settings(material)
+    assert clients.check_kafka(settings.kafka, timeout=15) == 1
+    assert clients.check_elasticsearch(settings.elasticsearch).startswith(("8.", "9."))
+
+
+def test_the_pipeline_runs_end_to_end_over_tls_with_credentials(
+    spark: Any, secured: tuple[Endpoints, SecureMaterial], tmp_path: Path
+) -> None:
+    settings = secured_settings(secured[1])
+    config = make_config(settings, tmp_path, ["billing", "insurance", "medicine"])
+    try:
+        data = build_dataset(config, GenOptions(keys=60, seed=5, duplicate_rate=0.1))
+        produce(config, data.records)  # librdkafka over SASL_SSL
+
+        # Spark's Kafka source and sink (PEM truststore, SCRAM) and the tasks' clients.
+        metrics = run_pipeline(
+            spark, config, lambda m: m.get("enricher.enriched") >= len(data.expected)
+        )
+
+        assert metrics.get("enricher.enriched") == len(data.expected)
+        fired = Counter(key for key, _ in read_topic(settings, config.ready_topic))
+        assert fired == Counter(set(data.expected))
+        docs = enriched_docs(settings, config)
+        assert set(docs) == set(data.expected)
+        for key, doc in docs.items():
+            doc.pop("fusion")
+            assert doc == data.expected[key]
+    finally:
+        drop(config)
+
+
+def run_fusion(
+    material: SecureMaterial, tmp_path: Path, **overrides: str
+) -> subprocess.CompletedProcess[str]:
+    config_file = tmp_path / "pipeline.toml"
+    config_file.write_text(
+        f'[pipeline]\nname = "secured-{tmp_path.name[-12:]}"\nkey_field = "entity_id"\n'
+        f'checkpoint_dir = "{tmp_path / "checkpoints"}"\n\n'
+        '[[sources]]\nname = "billing"\n\n[[sources]]\nname = "insurance"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FUSION_")}
+    env |= env_of(material) | overrides
+    if "FUSION_HOME" in os.environ:
+        env["FUSION_HOME"] = os.environ["FUSION_HOME"]
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fusion",
+            "--config",
+            str(config_file),
+            "run",
+            "--stop-when-idle",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "names"),
+    [
+        ({"FUSION_KAFKA_SASL_PASSWORD": "wrong-password"}, "sasl_password"),
+        ({"FUSION_ES_PASSWORD": "wrong-password"}, "username/password"),
+        ({"FUSION_KAFKA_SSL_CA_LOCATION": "OTHER_CA"}, "ssl_ca_location"),
+        ({"FUSION_ES_CA_CERTS": "OTHER_CA"}, "ca_certs"),
+    ],
+    ids=["kafka-password", "es-password", "kafka-ca", "es-ca"],
+)
+def test_a_wrong_secret_or_ca_stops_fusion_run_at_start_with_one_line(
+    secured: tuple[Endpoints, SecureMaterial],
+    tmp_path: Path,
+    other_ca: Path,
+    override: dict[str, str],
+    names: str,
+) -> None:
+    _, material = secured
+    override = {k: str(other_ca) if v == "OTHER_CA" else v for k, v in override.items()}
+
+    result = run_fusion(material, tmp_path, **override)
+
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and names in lines[0], result.stderr[-2000:]
+    creds = material.credentials()
+    for secret in (creds.kafka_password, creds.kafka_broker_password, creds.es_password):
+        assert secret not in result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def other_ca(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA that signed nothing the servers present."""
+    from fusion.infra.secure import ensure
+
+    return ensure(tmp_path_factory.mktemp("other-ca")).ca
