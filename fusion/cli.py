@@ -137,8 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--secure",
         action="store_true",
-        help="Kafka on SASL_SSL (SCRAM-SHA-512) and Elasticsearch with security on (TLS, a "
-        "user, an API key), with a throwaway CA; writes the settings to a fusion.env to source",
+        help="Kafka on SASL_SSL (SCRAM-SHA-512) and Elasticsearch with security on (HTTPS, a "
+        "user with a password), with a throwaway CA; writes the settings to a fusion.env to "
+        "source",
     )
     down = infra_command("down", "stop both servers, keeping their data", _infra_down)
     down.add_argument("--purge", action="store_true", help="also delete Kafka and ES data")
