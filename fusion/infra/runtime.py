@@ -220,8 +220,8 @@ class LocalRuntime:
             time.sleep(0.5)
 
     def _check_security(self) -> None:
-        recorded = self._read_state().get("secure")
-        if recorded is not None and bool(recorded) != self.secure and self._has_data():
+        recorded = bool(self._read_state().get("secure", False))  # older runtimes: plain
+        if recorded != self.secure and self._has_data():
             was, now = ("secured", "plain") if recorded else ("plain", "secured")
             raise InfraError(
                 f"the local runtime under {self.state_dir} was set up {was}; run "

@@ -69,3 +69,11 @@ def test_another_major_than_the_data_is_refused_before_anything_starts(tmp_path:
     ):
         LocalRuntime(tmp_path, state_dir=state, es_version="8.19.21").up()
     assert not (tmp_path / "artifacts").exists()  # nothing fetched
+
+
+def test_a_plain_runtime_is_not_secured_in_place(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    (state / "kafka").mkdir(parents=True)  # data of a runtime set up before (plain)
+
+    with pytest.raises(InfraError, match=r"was set up plain; run `fusion infra down --purge`"):
+        LocalRuntime(tmp_path, state_dir=state, secure=True).up()
