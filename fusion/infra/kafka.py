@@ -10,10 +10,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from fusion.errors import ServerStartError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
 from fusion.infra.secure import KAFKA_BROKER_USER, KAFKA_MECHANISM, KAFKA_USER, SecureMaterial
+from fusion.settings import KafkaSettings
 
 _QUIET = logging.getLogger("fusion.infra.kafka.client")
 _QUIET.setLevel(logging.CRITICAL)
@@ -112,9 +115,8 @@ class LocalKafka:
         """True once the broker answers a metadata request (as Fusion's user, when secured)."""
         from confluent_kafka.admin import AdminClient
 
-        options: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
-        options |= client_options(self.secure)
-        admin = AdminClient(options, logger=_QUIET)
+        options = client_settings(bootstrap, self.secure).as_librdkafka_options()
+        admin = AdminClient(dict(options), logger=_QUIET)
         try:
             metadata = admin.list_topics(timeout=2)
         except Exception:
@@ -122,17 +124,18 @@ class LocalKafka:
         return bool(metadata.brokers)
 
 
-def client_options(secure: SecureMaterial | None) -> dict[str, str]:
-    """librdkafka options to reach the broker as Fusion's user over SASL_SSL ({} if plain)."""
+def client_settings(bootstrap: str, secure: SecureMaterial | None) -> KafkaSettings:
+    """The settings Fusion's clients use for this broker (as Fusion's user when secured)."""
     if secure is None:
-        return {}
-    return {
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": KAFKA_MECHANISM,
-        "sasl.username": KAFKA_USER,
-        "sasl.password": secure.credentials().kafka_password,
-        "ssl.ca.location": str(secure.ca),
-    }
+        return KafkaSettings(bootstrap=bootstrap)
+    return KafkaSettings(
+        bootstrap=bootstrap,
+        security_protocol="SASL_SSL",
+        sasl_mechanism=KAFKA_MECHANISM,
+        sasl_username=KAFKA_USER,
+        sasl_password=SecretStr(secure.credentials().kafka_password),
+        ssl_ca_location=str(secure.ca),
+    )
 
 
 def _scram_users(secure: SecureMaterial | None) -> list[str]:

@@ -17,10 +17,11 @@ import ssl
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Final
 
 from fusion.errors import InfraError, ToolMissingError
 
-KAFKA_MECHANISM = "SCRAM-SHA-512"
+KAFKA_MECHANISM: Final = "SCRAM-SHA-512"
 KAFKA_USER = "fusion"
 KAFKA_BROKER_USER = "fusion-broker"  # the broker's own login on its SASL_SSL listener
 ES_USER = "fusion"
