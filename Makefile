@@ -19,16 +19,17 @@ help:
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
 		|| { echo "error: Python 3.11 or newer is needed (found: $$($(PYTHON) --version 2>&1)); set PYTHON=python3.11"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	@echo "installing Fusion and its dependencies into $(VENV) (log: $(VENV)/install.log)"
+	@$(PYTHON) -m venv $(VENV)
+	@{ $(BIN)/pip install --upgrade pip && $(BIN)/pip install -e ".[dev]"; } > $(VENV)/install.log 2>&1 \
+		|| { tail -n 20 $(VENV)/install.log; echo "error: pip install failed; the whole log is $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
 
 install: $(STAMP)
 
 # Kafka broker jars, the Elasticsearch distribution and Spark's Kafka connector, via Maven.
 provision: install
-	$(BIN)/fusion infra fetch
+	@$(BIN)/fusion infra fetch
 
 test: provision
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -55,7 +56,7 @@ lint: install
 	$(BIN)/mypy
 
 demo: provision
-	$(BIN)/fusion demo
+	@$(BIN)/fusion demo
 
 # The original design's table (14,000 keys x 4 sources), with our batched mode beside it.
 bench: provision

@@ -18,12 +18,14 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError
 from fusion.events import iso_utc
 
 
 class AckError(FusionError):
     """Bytes that are not a valid ack event."""
+
+    exit_code = ExitCode.QUERY_FAILED
 
     def __init__(self, problem: str) -> None:
         self.problem = problem

@@ -22,13 +22,15 @@ from typing import Any
 
 from fusion.config import PipelineConfig
 from fusion.config_file import write_config
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError
 
 STARTED = "every query is running"  # what `fusion run` prints once its queries run
 
 
 class PipelineProcessError(FusionError):
     """The pipeline process the benchmark started stopped or did not start."""
+
+    exit_code = ExitCode.QUERY_FAILED
 
     def __init__(self, what: str, log: Path) -> None:
         tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""

@@ -50,7 +50,7 @@ from fusion.bench import (
 )
 from fusion.bench_process import PipelineProcess
 from fusion.config import PipelineConfig
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError
 from fusion.events import now_iso
 from fusion.generator import Dataset, GenOptions, build_dataset
 from fusion.metrics import percentiles
@@ -62,6 +62,8 @@ CDF_POINTS = 200
 
 class SustainError(FusionError):
     """The sustained-load benchmark could not finish a step."""
+
+    exit_code = ExitCode.QUERY_FAILED
 
 
 @dataclass(frozen=True)

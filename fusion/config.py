@@ -262,6 +262,10 @@ class PipelineConfig(Settings):
         """The checkpoint URI of one query (``indexer-<source>``, ``counter``, ``enricher``)."""
         return f"{self.checkpoint_dir}/{query}"
 
+    def all_indexes(self) -> list[str]:
+        """Every index the pipeline writes: one per source, and the enriched one."""
+        return [self.index_of(source) for source in self.sources] + [self.enriched_index]
+
     def all_topics(self) -> list[str]:
         """Every topic the pipeline reads or writes."""
         sources = [self.topic_of(source) for source in self.sources]

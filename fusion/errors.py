@@ -5,11 +5,36 @@ file) and renders a one-line message that names the problem and the fix.
 Errors may be raised inside Spark ``foreachBatch`` functions and so get
 pickled across the Python/JVM boundary; ``FusionError.__reduce__`` keeps the
 fields through that round trip.
+
+Every class says which :class:`ExitCode` ``fusion`` ends with when it stops a
+command; the README's "Exit codes" table lists them, and a unit test holds
+each class to that table.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from enum import IntEnum
+from typing import Any, ClassVar
+
+
+class ExitCode(IntEnum):
+    """What ``fusion`` exits with; one value per kind of failure an operator can act on."""
+
+    OK = 0
+    #: A bug, or a failure Fusion does not know yet (``--debug`` shows the traceback).
+    UNEXPECTED = 1
+    #: A setting, file or command-line option is wrong.
+    CONFIG = 2
+    #: Kafka or Elasticsearch did not answer, or kept failing past the retry budget.
+    UNAVAILABLE = 3
+    #: A server refused the credentials, or its certificate is not trusted.
+    CREDENTIALS = 4
+    #: A streaming query (or Spark itself) stopped, or did not get there in time.
+    QUERY_FAILED = 5
+    #: The local runtime (``fusion infra``) could not be set up or started.
+    INFRA = 6
+    #: Stopped by Ctrl-C (128 + SIGINT, as shells count it).
+    INTERRUPTED = 130
 
 
 def _rebuild(cls: type[FusionError], args: tuple[Any, ...], state: dict[str, Any]) -> FusionError:
@@ -20,7 +45,9 @@ def _rebuild(cls: type[FusionError], args: tuple[Any, ...], state: dict[str, Any
 
 
 class FusionError(Exception):
-    """Root of all errors raised by Fusion."""
+    """Root of all errors raised by Fusion; each subclass sets its ``exit_code``."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.UNEXPECTED
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Subclasses take keyword fields, not the message, so the default
@@ -29,7 +56,9 @@ class FusionError(Exception):
 
 
 class ConfigError(FusionError):
-    """A configuration file or environment override is invalid."""
+    """A configuration file, environment override or command-line option is invalid."""
+
+    exit_code = ExitCode.CONFIG
 
     def __init__(self, source: str, field: str, problem: str) -> None:
         self.source = source
@@ -41,6 +70,8 @@ class ConfigError(FusionError):
 
 class InfraError(FusionError):
     """The local Kafka/Elasticsearch runtime could not be provisioned or run."""
+
+    exit_code = ExitCode.INFRA
 
 
 class ToolMissingError(InfraError):
@@ -91,6 +122,8 @@ class ServerStartError(InfraError):
 class ServiceUnavailableError(FusionError):
     """Kafka or Elasticsearch did not answer at the configured address."""
 
+    exit_code = ExitCode.UNAVAILABLE
+
     def __init__(self, service: str, address: str, detail: str) -> None:
         self.service = service
         self.address = address
@@ -102,6 +135,8 @@ class ServiceUnavailableError(FusionError):
 
 class CredentialsError(FusionError):
     """Kafka or Elasticsearch answered but refused the configured credentials."""
+
+    exit_code = ExitCode.CREDENTIALS
 
     def __init__(self, service: str, address: str, detail: str) -> None:
         self.service = service
@@ -120,6 +155,8 @@ class CredentialsError(FusionError):
 class TlsTrustError(FusionError):
     """The server's TLS certificate is not signed by the configured CA (or none was given)."""
 
+    exit_code = ExitCode.CREDENTIALS
+
     def __init__(self, service: str, address: str, detail: str) -> None:
         self.service = service
         self.address = address
@@ -131,4 +168,26 @@ class TlsTrustError(FusionError):
         super().__init__(
             f"{service} at {address} presented a certificate this CA does not trust "
             f"({detail}): set {setting} to the CA that signed the server's certificate"
+        )
+
+
+class WaitTimeoutError(FusionError):
+    """Something Fusion waits for (a condition, a server's answer) did not happen in time."""
+
+    exit_code = ExitCode.QUERY_FAILED
+
+    def __init__(self, what: str, hint: str) -> None:
+        self.what = what
+        super().__init__(f"timed out waiting for {what}: {hint}")
+
+
+class SparkGoneError(FusionError):
+    """The JVM behind the SparkSession went away (killed, out of memory, crashed)."""
+
+    exit_code = ExitCode.QUERY_FAILED
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"Spark's JVM stopped answering ({detail}); its log is in the Fusion logs "
+            "directory. Run again: every query resumes from its checkpoint"
         )

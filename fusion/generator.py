@@ -25,6 +25,7 @@ from fusion.publisher import Publisher
 
 Value = Callable[[random.Random], Any]
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+PROGRESS_EVERY = 5_000  # records between two progress reports of produce()
 
 
 def _money(rng: random.Random) -> float:
@@ -144,12 +145,23 @@ def build_dataset(config: PipelineConfig, options: GenOptions) -> Dataset:
     return data
 
 
-def produce(config: PipelineConfig, records: Iterable[tuple[str, str, bytes]]) -> int:
-    """Send the records, keyed by join key; return how many Kafka confirmed."""
+def produce(
+    config: PipelineConfig,
+    records: Iterable[tuple[str, str, bytes]],
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Send the records, keyed by join key; return how many Kafka confirmed.
+
+    ``progress`` hears the count sent so far every ``PROGRESS_EVERY`` records.
+    """
     publisher = Publisher(config.kafka, {"linger.ms": 20, "batch.num.messages": 10_000})
     for topic, key, value in records:
         publisher.send(topic, key, value)
+        if progress is not None and publisher.sent % PROGRESS_EVERY == 0:
+            progress(publisher.sent)
     publisher.flush()
+    if progress is not None:
+        progress(publisher.sent)
     return publisher.sent
 
 

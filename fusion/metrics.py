@@ -21,6 +21,8 @@ LATENCY_BUCKETS = (
     60.0, 120.0, 300.0, float("inf"),
 )  # fmt: skip
 LATENCY_PREFIX = "latency.le_"
+# The latencies' sum in milliseconds, for Prometheus's histogram ``_sum``.
+LATENCY_SUM = "latency.sum_ms"
 
 
 def latency_bucket(seconds: float) -> str:
@@ -58,7 +60,9 @@ class Metrics:
             self._executors[executor][name] += amount
 
     def observe_latency(self, seconds: float) -> None:
-        self.add(latency_bucket(seconds))
+        with self._lock:
+            self._counts[latency_bucket(seconds)] += 1
+            self._counts[LATENCY_SUM] += round(max(0.0, seconds) * 1000)
 
     def alert(self, name: str, message: str) -> None:
         """Something is wrong right now (e.g. a server unreachable, being retried)."""
@@ -98,6 +102,12 @@ class Metrics:
             "alerts": self.alerts(),
             "executors": self.executors(),
         }
+
+
+def pending_keys(counts: Mapping[str, int]) -> int:
+    """Keys seen but neither fired nor expired in this run (a late fire may follow an expiry)."""
+    done = counts.get("counter.fired", 0) + counts.get("counter.incomplete", 0)
+    return max(0, counts.get("counter.keys", 0) - done)
 
 
 def histogram_percentiles(counts: Mapping[str, int]) -> dict[str, float | None]:

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from fusion import clients
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError
 from fusion.faults import crash_point
 from fusion.kafka_calls import Stuck, retry_kafka, watched
 from fusion.publisher import produce
@@ -57,6 +57,8 @@ _FENCED = frozenset(
 class TransactionError(FusionError):
     """Kafka did not commit a micro-batch's transaction."""
 
+    exit_code = ExitCode.UNAVAILABLE
+
     def __init__(self, transactional_id: str, detail: str) -> None:
         self.transactional_id = transactional_id
         super().__init__(
@@ -67,6 +69,8 @@ class TransactionError(FusionError):
 
 class FencedError(FusionError):
     """Another instance took over this query's transactional id."""
+
+    exit_code = ExitCode.QUERY_FAILED
 
     def __init__(self, transactional_id: str) -> None:
         self.transactional_id = transactional_id

@@ -21,16 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JError
 
-from fusion import clients, status, topology
+from fusion import clients, spark_logs, status, topology
 from fusion.config import PipelineConfig
 from fusion.counter_query import start_counter
 from fusion.enricher_query import start_enricher
-from fusion.errors import ConfigError, FusionError
+from fusion.errors import ConfigError, ExitCode, FusionError, SparkGoneError, WaitTimeoutError
 from fusion.health import HealthWatch
-from fusion.metrics import Metrics
+from fusion.metrics import Metrics, pending_keys
 from fusion.naive import start_naive
 from fusion.output import FencedError
 from fusion.progress import ProgressListener
+from fusion.prometheus import MetricsServer, PipelineCollector
 from fusion.spark_io import root_cause
 from indexers.query import start_indexer
 
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 
 class QueryFailedError(FusionError):
     """A streaming query stopped with an error."""
+
+    exit_code = ExitCode.QUERY_FAILED
 
     def __init__(self, query: str, detail: str) -> None:
         self.query = query
@@ -61,16 +64,6 @@ class QueryFailedError(FusionError):
         cause = root_cause(text).removeprefix("fusion.spark_io.StageError: ")
         # Fusion's own errors read as sentences: drop the class name in front.
         return cls(query, re.sub(r"^(fusion|indexers|acks)\.[\w.]+Error: ", "", cause))
-
-
-class SparkGoneError(FusionError):
-    """The JVM behind the SparkSession went away (killed, out of memory, crashed)."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(
-            f"Spark's JVM stopped answering ({detail}); its log is in the Fusion logs "
-            "directory. Run again: every query resumes from its checkpoint"
-        )
 
 
 @dataclass(frozen=True)
@@ -182,7 +175,9 @@ def wait_until(
     while not condition():
         watcher.check()
         if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"waited {timeout:.0f} s for {what}")
+            raise WaitTimeoutError(
+                f"{what} ({timeout:.0f} s)", "the queries run, but too slowly or not at all"
+            )
         time.sleep(poll)
 
 
@@ -226,17 +221,11 @@ def run_until(
                 query.stop()
 
 
-def pending_keys(metrics: Metrics) -> int:
-    """Keys seen but neither fired nor expired in this run (a late fire may follow an expiry)."""
-    done = metrics.get("counter.fired") + metrics.get("counter.incomplete")
-    return max(0, metrics.get("counter.keys") - done)
-
-
 def status_line(metrics: Metrics) -> str:
     parts = [
         f"indexed {metrics.total('.indexed'):,}",
         f"acks {metrics.total('.acks'):,}",
-        f"pending keys {pending_keys(metrics):,}",
+        f"pending keys {pending_keys(metrics.counts()):,}",
         f"fired {metrics.get('counter.fired'):,}",
     ]
     # Lifecycle events only show once they happen: most runs have none.
@@ -260,7 +249,7 @@ def summary(metrics: Metrics) -> dict[str, Any]:
     return {
         "enriched": enriched,
         "fired": metrics.get("counter.fired"),
-        "pending_keys": pending_keys(metrics),
+        "pending_keys": pending_keys(metrics.counts()),
         "incomplete": metrics.get("counter.incomplete"),
         "updated": metrics.get("counter.updated"),
         "dead_letters": metrics.total(".dlq"),
@@ -269,41 +258,69 @@ def summary(metrics: Metrics) -> dict[str, Any]:
     } | metrics.snapshot()
 
 
+@dataclass(frozen=True)
+class Hooks:
+    """What the caller of :func:`execute` hears of the run, and how it says when to stop."""
+
+    done: Callable[[Metrics], bool] | None = None  # stop once this holds
+    tick: Callable[[Metrics], None] | None = None  # every poll: redraw a status line
+    on_started: Callable[[], None] | None = None  # once every query finished a trigger
+    say: Callable[[str], None] = lambda _: None  # one line worth telling the operator
+
+
 def execute(
     config: PipelineConfig,
     selection: Selection,
     metrics: Metrics,
     stop_when_idle: float | None = None,
-    done: Callable[[Metrics], bool] | None = None,
-    tick: Callable[[Metrics], None] | None = None,
+    hooks: Hooks = Hooks(),  # frozen: a shared default is safe
     submitted: bool = False,
-    on_started: Callable[[], None] | None = None,
 ) -> None:
     """Prepare topics and indexes, run the selected queries until done or idle, stop them.
 
     While they run, a :class:`~fusion.health.HealthWatch` checks both servers
-    every few seconds and puts an outage first on the status line.
+    every few seconds and puts an outage first on the status line, and with
+    ``[metrics] port`` set a :class:`~fusion.prometheus.MetricsServer` serves
+    the metrics to Prometheus.
     """
     prepare(config)
-    spark = clients.spark_session(config, app_name=f"fusion-{config.name}", submitted=submitted)
-    queries = start(spark, config, selection, metrics)
     stages = selection.queries(config)
-    try:
-        with HealthWatch(config, metrics), ctrl_c_stops_at_next_poll() as interrupted:
+    with contextlib.ExitStack() as stack:
+        if config.metrics.port is not None:
+            server = stack.enter_context(metrics_server(config, stages, metrics))
+            hooks.say(f"Prometheus metrics at {server.url}")
+        app = f"fusion-{config.name}"
+        spark = clients.spark_session(config, app_name=app, submitted=submitted)
+        if not config.spark.log_to_console:
+            hooks.say(f"Spark's log: {spark_logs.log_file(config.spark, config.runtime.home, app)}")
+        queries = start(spark, config, selection, metrics)
+        try:
+            stack.enter_context(HealthWatch(config, metrics))
+            interrupted = stack.enter_context(ctrl_c_stops_at_next_poll())
+            done, tick = hooks.done, hooks.tick
             run_until(
                 queries,
                 stop_when_idle,
                 done=(lambda: done(metrics)) if done is not None else None,
                 tick=(lambda: tick(metrics)) if tick is not None else None,
                 caught_up=lambda: status.behind(config, stages) == 0,
-                on_started=on_started,
+                on_started=hooks.on_started,
                 interrupted=interrupted,
             )
             if interrupted.is_set():
                 raise KeyboardInterrupt
-    finally:
-        for name, megabytes in driver_memory(spark, submitted).items():
-            metrics.set(f"driver.{name}_peak_mb", megabytes)
+        finally:
+            for name, megabytes in driver_memory(spark, submitted).items():
+                metrics.set(f"driver.{name}_peak_mb", megabytes)
+
+
+def metrics_server(config: PipelineConfig, stages: list[str], metrics: Metrics) -> MetricsServer:
+    """The Prometheus endpoint of these stages' metrics, at ``[metrics] host:port``."""
+    assert config.metrics.port is not None
+    collector = PipelineCollector(
+        config, stages, metrics, read_lag=lambda: status.stage_lag(config, stages)
+    )
+    return MetricsServer(collector, config.metrics.host, config.metrics.port)
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fusion import clients
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError
 from fusion.settings import KafkaSettings
 
 
@@ -24,6 +24,8 @@ def produce(producer: Any, topic: str, key: str | None, value: bytes, **options:
 
 class PublishError(FusionError):
     """Kafka did not confirm one or more records."""
+
+    exit_code = ExitCode.UNAVAILABLE
 
     def __init__(self, topic: str, failed: int, detail: str) -> None:
         self.topic = topic

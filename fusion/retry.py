@@ -27,7 +27,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError
 from fusion.metrics import Metrics
 
 T = TypeVar("T")
@@ -42,6 +42,8 @@ class Transient(Exception):
 
 class RetryBudgetExceeded(FusionError):
     """Elasticsearch kept failing transiently until the retry budget ran out."""
+
+    exit_code = ExitCode.UNAVAILABLE
 
     def __init__(self, what: str, detail: str, policy: RetryPolicy) -> None:
         self.what = what

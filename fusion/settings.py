@@ -14,6 +14,9 @@ A settings file has up to four tables::
     [runtime]           # the local Kafka/Elasticsearch launcher (`fusion infra`)
     home = "~/.cache/fusion"
 
+    [metrics]           # Prometheus endpoint of `fusion run` (off without a port)
+    port = 9464
+
 Every scalar field can be overridden from the environment as
 ``FUSION_<TABLE>_<FIELD>``, with ``ES`` standing for ``elasticsearch``
 (``FUSION_KAFKA_BOOTSTRAP``, ``FUSION_ES_URL``, ``FUSION_ES_API_KEY``,
@@ -217,7 +220,23 @@ class RuntimeSettings(BaseModel):
         return value.expanduser().resolve() if value is not None else None
 
 
-_SECTION_ENV = {"kafka": "KAFKA", "elasticsearch": "ES", "spark": "SPARK", "runtime": "RUNTIME"}
+class MetricsSettings(BaseModel):
+    """The Prometheus endpoint of ``fusion run``: off unless a port is set."""
+
+    model_config = _STRICT
+
+    port: int | None = Field(default=None, ge=0, le=65535)  # 0: any free port
+    # Loopback by default: set "0.0.0.0" for a Prometheus on another machine.
+    host: str = "127.0.0.1"
+
+
+_SECTION_ENV = {
+    "kafka": "KAFKA",
+    "elasticsearch": "ES",
+    "spark": "SPARK",
+    "runtime": "RUNTIME",
+    "metrics": "METRICS",
+}
 _ALIASES = {"FUSION_HOME": ("runtime", "home")}
 
 
@@ -230,6 +249,7 @@ class Settings(BaseModel):
     elasticsearch: ElasticsearchSettings = Field(default_factory=ElasticsearchSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
 
     @classmethod
     def load(cls, path: Path | str | None = None, env: Mapping[str, str] | None = None) -> Self:

@@ -31,7 +31,7 @@ from py4j.protocol import Py4JJavaError
 from fusion import tasks
 from fusion.checkpoint import CheckpointFiles, batch_offsets, query_id
 from fusion.config import PipelineConfig
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError
 from fusion.metrics import Metrics
 from fusion.output import TransactionalOutput
 
@@ -47,6 +47,8 @@ _JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "pyspark.errors."
 
 class StageError(FusionError):
     """A stage's micro-batch failed in its tasks; the message is the first cause worth reading."""
+
+    exit_code = ExitCode.QUERY_FAILED
 
     def __init__(self, query: str, detail: str) -> None:
         self.query = query

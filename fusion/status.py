@@ -80,8 +80,14 @@ def consumer_lag(config: PipelineConfig, only: str | None = None) -> dict[str, i
 
 def behind(config: PipelineConfig, stages: list[str]) -> int:
     """Records ``stages`` still have to read; a stage that never committed counts from 0."""
+    return sum(stage_lag(config, stages).values())
+
+
+def stage_lag(config: PipelineConfig, stages: list[str]) -> dict[str, int]:
+    """Records each of ``stages`` still has to read; one that never committed counts from 0."""
     markers = {stage: stage_markers(config, stage)[stage] for stage in stages}
-    return sum(lag or 0 for lag in lag_of(config, markers, unstarted_from_zero=True).values())
+    lag = lag_of(config, markers, unstarted_from_zero=True)
+    return {stage: value or 0 for stage, value in lag.items()}
 
 
 def lag_of(

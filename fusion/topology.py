@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -14,7 +15,7 @@ from elasticsearch import BadRequestError, Elasticsearch
 from fusion import clients
 from fusion.checkpoint import CheckpointFiles
 from fusion.config import PipelineConfig
-from fusion.errors import FusionError
+from fusion.errors import ExitCode, FusionError, ServiceUnavailableError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 class TopologyError(FusionError):
     """A topic or index could not be created."""
+
+    exit_code = ExitCode.UNAVAILABLE
 
     def __init__(self, what: str, detail: str) -> None:
         self.what = what
@@ -31,7 +34,10 @@ class TopologyError(FusionError):
 def ensure_topics(config: PipelineConfig) -> list[str]:
     """Create every missing topic; return the ones created."""
     admin = clients.kafka_admin(config.kafka)
-    existing = set(admin.list_topics(timeout=15).topics)
+    try:
+        existing = set(admin.list_topics(timeout=15).topics)
+    except KafkaException as exc:
+        raise ServiceUnavailableError("Kafka", config.kafka.bootstrap, str(exc.args[0])) from None
     wanted = [t for t in dict.fromkeys(config.all_topics()) if t not in existing]
     if not wanted:
         return []
@@ -43,6 +49,9 @@ def ensure_topics(config: PipelineConfig) -> list[str]:
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise TopologyError(f"topic {topic}", str(exc.args[0])) from None
+        except TimeoutError:
+            detail = "the broker did not answer in 60 s; is it overloaded or still starting?"
+            raise TopologyError(f"topic {topic}", detail) from None
     return wanted
 
 
@@ -94,6 +103,19 @@ def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
     return created
 
 
+def existing(config: PipelineConfig) -> list[str]:
+    """The pipeline's topics, indexes and (local) checkpoint directory that exist now."""
+    admin = clients.kafka_admin(config.kafka)
+    topics = set(admin.list_topics(timeout=15).topics)
+    found = [t for t in dict.fromkeys(config.all_topics()) if t in topics]
+    es = clients.elasticsearch(config.elasticsearch)
+    found += [index for index in config.all_indexes() if es.indices.exists(index=index)]
+    uri = config.checkpoint_dir
+    if uri.startswith("file:") and Path(urlparse(uri).path).exists():
+        found.append(urlparse(uri).path)
+    return found
+
+
 def delete_all(config: PipelineConfig, spark: SparkSession | None = None) -> None:
     """Delete the pipeline's topics, indexes and checkpoints (the demo starts afresh).
 
@@ -102,8 +124,7 @@ def delete_all(config: PipelineConfig, spark: SparkSession | None = None) -> Non
     """
     delete_topics(config, config.all_topics())
     es = clients.elasticsearch(config.elasticsearch)
-    indexes = [config.index_of(s) for s in config.sources] + [config.enriched_index]
-    es.options(ignore_status=404).indices.delete(index=",".join(indexes))
+    es.options(ignore_status=404).indices.delete(index=",".join(config.all_indexes()))
     delete_checkpoints(config, spark)
     delete_groups(config)
 

@@ -16,6 +16,7 @@ import shutil
 import stat
 import subprocess
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,8 +63,15 @@ class LocalElasticsearch:
             marker="elasticsearch",
         )
 
-    def start(self, ports: ElasticsearchPorts) -> None:
-        """Write the node's config and launch it (as ``fusion-es`` when we are root)."""
+    def start(
+        self, ports: ElasticsearchPorts, on_change: Callable[[str], None] = lambda _: None
+    ) -> None:
+        """Write the node's config and launch it (as ``fusion-es`` when we are root).
+
+        ``on_change`` hears what this did to the machine beyond Fusion's own
+        directories (a system user made, a directory's permissions widened),
+        once: the next start finds both done and says nothing.
+        """
         config = self.dir / "config"
         for sub in ("data", "logs", "tmp", "config"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
@@ -75,13 +83,21 @@ class LocalElasticsearch:
         (config / "elasticsearch.yml").write_text(node_config)
         (config / "jvm.options").write_text(_jvm_options(self.heap, self.dir))
         user = None
-        if os.geteuid() == 0:
-            user = _ensure_user(ES_USER)
-            _chown_tree(self.dir, user)
-            _grant_search(self.dir, self.dist)
         java = self.java or java_home()
-        if user is not None:
-            _grant_search(java)
+        if os.geteuid() == 0:
+            user = ES_USER
+            if _ensure_user(user):
+                on_change(
+                    f"created the system user {user} (no login, no home): Elasticsearch "
+                    f"refuses to run as root; it owns {self.dir}"
+                )
+            _chown_tree(self.dir, user)
+            widened = _grant_search(self.dir, self.dist, java)
+            if widened:
+                on_change(
+                    f"let other users traverse (chmod o+x) {', '.join(map(str, widened))}, "
+                    f"so {user} reaches Elasticsearch, its data and Java"
+                )
         env = {
             "ES_JAVA_HOME": str(java),
             "ES_PATH_CONF": str(config),
@@ -199,9 +215,11 @@ def _jvm_options(heap: str, node_dir: Path) -> str:
 """
 
 
-def _ensure_user(name: str) -> str:
+def _ensure_user(name: str) -> bool:
+    """Create the system user ``name`` unless it exists; True if it was created."""
     try:
         pwd.getpwnam(name)
+        return False
     except KeyError:
         useradd = shutil.which("useradd")
         if useradd is None:
@@ -223,7 +241,7 @@ def _ensure_user(name: str) -> str:
             check=True,
             capture_output=True,
         )
-    return name
+    return True
 
 
 def _chown_tree(root: Path, user: str) -> None:
@@ -232,10 +250,13 @@ def _chown_tree(root: Path, user: str) -> None:
         os.lchown(path, account.pw_uid, account.pw_gid)
 
 
-def _grant_search(*paths: Path) -> None:
-    """Let other users traverse (not list) every directory above ``paths``."""
+def _grant_search(*paths: Path) -> list[Path]:
+    """Let other users traverse (not list) every directory above ``paths``; return those changed."""
+    changed = []
     for path in paths:
         for parent in path.resolve().parents:
             mode = parent.stat().st_mode
             if not mode & stat.S_IXOTH:
                 os.chmod(parent, mode | stat.S_IXOTH)
+                changed.append(parent)
+    return changed

@@ -136,8 +136,13 @@ class LocalRuntime:
         timeout: float = 180.0,
         spark_workers: int = 0,
         spark_port: int = 7077,
+        on_change: Callable[[str], None] = _ignore,
     ) -> Endpoints:
-        """Start whatever is not running yet and wait until every server is healthy."""
+        """Start whatever is not running yet and wait until every server is healthy.
+
+        ``on_step`` hears what it is doing; ``on_change`` what it changed on the
+        machine outside Fusion's directories (see :meth:`LocalElasticsearch.start`).
+        """
         java_home()
         self._check_es_data()
         self._check_security()
@@ -161,7 +166,7 @@ class LocalRuntime:
             if not _reuse(es, state.get("elasticsearch"), es_port, "--es-port"):
                 on_step(f"starting Elasticsearch {self.es_version} on 127.0.0.1:{es_port}")
                 es_ports = ElasticsearchPorts(es_port, _companion_port(es_port, 100))
-                es.start(es_ports)
+                es.start(es_ports, on_change)
                 started.append(es)
                 state["elasticsearch"] = {
                     "port": es_ports.http,

@@ -21,6 +21,7 @@ import pytest
 from acks.contract import Ack
 from fusion import topology
 from fusion.config import PipelineConfig
+from fusion.errors import ExitCode
 from fusion.events import ReadyEvent, now_iso, now_utc
 from fusion.generator import GenOptions, build_dataset, produce
 from fusion.infra.process import free_port
@@ -193,7 +194,7 @@ def test_an_unreachable_server_stops_at_start_with_one_line_and_no_secret(
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
 
-    assert result.returncode != 0
+    assert result.returncode == ExitCode.UNAVAILABLE, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     assert "Elasticsearch at http://127.0.0.1:" in lines[0] and "unreachable" in lines[0]
@@ -209,7 +210,7 @@ def test_a_bad_config_file_stops_at_start_with_one_line(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
-    assert result.returncode != 0
+    assert result.returncode == ExitCode.CONFIG, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     assert str(config_file) in lines[0] and "sources" in lines[0]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fusion.cli import main
+from fusion.errors import ExitCode
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION
 from fusion.infra.process import free_port, group_members
 from fusion.infra.runtime import LocalRuntime
@@ -57,7 +58,7 @@ def test_up_status_down_keeps_data_and_purge_deletes_it(
 
         assert main(["infra", "down"]) == 0
         assert all(group_members(pid) == [] for pid in pids)
-        assert main(["infra", "status"]) == 1
+        assert main(["infra", "status"]) == ExitCode.UNAVAILABLE
 
         assert main(["infra", "up"]) == 0
         with urllib.request.urlopen(f"{es_url}/keep/_doc/1") as response:
@@ -75,7 +76,7 @@ def test_port_in_use_is_one_clear_line(
         taken.bind(("127.0.0.1", settings.runtime.kafka_port))
         taken.listen()
 
-        assert main(["infra", "up"]) == 2
+        assert main(["infra", "up"]) == ExitCode.INFRA
 
     error = capsys.readouterr().err
     assert f"port {settings.runtime.kafka_port} for kafka is already in use" in error

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fusion import clients, topology
 from fusion.config import PipelineConfig
+from fusion.errors import ExitCode
 from fusion.generator import produce
 from fusion.output import read_markers
 from fusion.settings import Settings
@@ -97,7 +98,7 @@ def test_a_second_process_running_the_same_component_fences_the_first(
                 produce(config, [source_record(config, "a", "K2", n=2)])
                 code = older.wait(timeout=120)
                 line = _one_line_error(older.stderr.read() if older.stderr else "")
-                assert code != 0
+                assert code == ExitCode.QUERY_FAILED
                 assert "another process runs the same query" in line, line
                 assert newer.poll() is None, "the newer process keeps running"
     finally:
@@ -126,7 +127,7 @@ def test_a_query_that_dies_mid_run_stops_fusion_run_with_one_line(
                 produce(config, [source_record(config, "b", "K1", n=2)])
                 code = run.wait(timeout=180)
                 line = _one_line_error(run.stderr.read() if run.stderr else "")
-            assert code != 0
+            assert code == ExitCode.QUERY_FAILED
             assert "query" in line and "failed" in line and "503" in line, line
             assert "still failing" in line, line
         finally:

@@ -23,7 +23,7 @@ import pytest
 from elasticsearch import AuthenticationException, Elasticsearch
 
 from fusion import clients
-from fusion.errors import CredentialsError
+from fusion.errors import CredentialsError, ExitCode
 from fusion.generator import GenOptions, build_dataset, produce
 from fusion.infra.process import free_port
 from fusion.infra.runtime import Endpoints, LocalRuntime
@@ -163,7 +163,7 @@ def test_a_wrong_secret_or_ca_stops_fusion_run_at_start_with_one_line(
 
     result = run_fusion(material, tmp_path, **override)
 
-    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.returncode == ExitCode.CREDENTIALS, result.stderr[-2000:]
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and names in lines[0], result.stderr[-2000:]
     creds = material.credentials()

@@ -1,0 +1,117 @@
+"""`fusion run --metrics-port`: Prometheus scrapes a real run, and its counts are the run's."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from fusion import pipeline, topology
+from fusion.config import PipelineConfig
+from fusion.generator import GenOptions, build_dataset, produce
+from fusion.metrics import Metrics
+from fusion.settings import MetricsSettings, Settings
+from tests.integration.pipelines import drop, make_config
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+@pytest.fixture
+def config(settings: Settings, tmp_path: Path) -> Iterator[PipelineConfig]:
+    made = make_config(settings, tmp_path, ["a", "b", "c"])
+    yield made.model_copy(update={"metrics": MetricsSettings(port=0)})  # any free port
+    drop(made)
+
+
+def _scrape(url: str) -> Samples:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = response.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_a_scrape_during_a_real_run_shows_the_runs_counts(
+    spark: Any, config: PipelineConfig
+) -> None:
+    data = build_dataset(config, GenOptions(keys=80, seed=3, duplicate_rate=0.1, missing_rate=0.1))
+    topology.ensure_topics(config)
+    malformed = (config.topic_of(config.source("a")), "bad", b"{not json")
+    produce(config, [*data.records, malformed])
+    metrics, said, stop = Metrics(), list[str](), threading.Event()
+    hooks = pipeline.Hooks(done=lambda _: stop.is_set(), say=said.append)
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            pipeline.execute(config, pipeline.select(config, None), metrics, None, hooks)
+        except BaseException as exc:  # handed to the test thread
+            failure.append(exc)
+
+    runner = threading.Thread(target=run, name="fusion-run")
+    runner.start()
+    try:
+        url = _wait(lambda: next((s.split(" at ")[1] for s in said if "Prometheus" in s), None))
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
+        want = len(data.expected)
+
+        def settled() -> Samples | None:
+            assert runner.is_alive(), failure
+            samples = _scrape(url)
+            lag = [v for (name, _), v in samples.items() if name == "fusion_consumer_lag_records"]
+            done = samples[("fusion_counter_fired_keys_total", ())] == want and len(lag) == 5
+            enriched = samples[("fusion_enriched_documents_total", (("kind", "complete"),))]
+            return samples if done and enriched == want and not any(lag) else None
+
+        samples = _wait(settled, timeout=180)
+        assert runner.is_alive()  # scraped during the run
+    finally:
+        stop.set()
+        runner.join(timeout=180)
+    assert not failure, failure
+    result = pipeline.summary(metrics)
+
+    assert (
+        samples[("fusion_enriched_documents_total", (("kind", "complete"),))]
+        == result["enriched"]
+        == len(data.expected)
+    )
+    assert samples[("fusion_counter_fired_keys_total", ())] == result["fired"]
+    assert samples[("fusion_counter_pending_keys", ())] == result["pending_keys"]
+    assert result["pending_keys"] == len(data.missing)
+    assert samples[("fusion_dead_letters_total", (("query", "indexer-a"),))] == 1
+    assert (
+        sum(v for (n, _), v in samples.items() if n == "fusion_dead_letters_total")
+        == result["dead_letters"]
+    )
+    for source in config.source_names:
+        labels = (("source", source),)
+        assert samples[("fusion_acks_total", labels)] == metrics.get(f"indexer.{source}.acks") > 0
+        assert samples[("fusion_indexed_documents_total", labels)] == metrics.get(
+            f"indexer.{source}.indexed"
+        )
+    lookups = samples[("fusion_es_requests_total", (("kind", "mget"), ("stage", "enricher")))]
+    assert lookups == result["es_requests"] > 0
+    assert samples[("fusion_enrichment_latency_seconds_count", ())] == len(data.expected)
+    assert samples[("fusion_enrichment_latency_seconds_sum", ())] > 0
+    assert samples[("fusion_server_up", (("server", "kafka"),))] == 1
+    with pytest.raises(urllib.error.URLError):
+        _scrape(url)  # the endpoint ends with the run
+
+
+def _wait(probe: Any, timeout: float = 120.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while (found := probe()) is None:
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.5)
+    return found
