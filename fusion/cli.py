@@ -32,8 +32,9 @@ from fusion.metrics import Metrics
 from fusion.settings import Settings, read_toml
 from fusion.terminal import Tracker
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+# Lines are never wrapped: a log file or CI output keeps each message on one line.
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
