@@ -291,7 +291,7 @@ def execute(
             hooks.say(f"Prometheus metrics at {server.url}")
         app = f"fusion-{config.name}"
         spark = clients.spark_session(config, app_name=app, submitted=submitted)
-        if not config.spark.log_to_console:
+        if not (config.spark.log_to_console or submitted):  # spark-submit logs its own way
             hooks.say(f"Spark's log: {spark_logs.log_file(config.spark, config.runtime.home, app)}")
         queries = start(spark, config, selection, metrics)
         try:
