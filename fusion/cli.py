@@ -32,9 +32,12 @@ from fusion.metrics import Metrics
 from fusion.settings import Settings, read_toml
 from fusion.terminal import Tracker
 
-# Lines are never wrapped: a log file or CI output keeps each message on one line.
+# Lines are never wrapped nor cut: a log file or CI output keeps each message on one line.
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
+for _console in (err, out):
+    if not _console.is_terminal:
+        _console.width = 1_000  # the status line's last frame is cut at the width
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 

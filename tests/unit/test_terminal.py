@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
+from rich.live import Live
 
 from fusion.terminal import Tracker
 
@@ -66,3 +68,16 @@ def test_on_a_terminal_it_draws_a_bar_and_leaves_no_line_behind() -> None:
 
     assert "5 of 10 records" in buffer.getvalue()  # drawn while running...
     assert buffer.getvalue().endswith("\x1b[1A\x1b[2K")  # ...and erased at the end (transient)
+
+
+def test_fusion_never_cuts_a_status_line_written_to_a_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from fusion import cli
+
+    line = "indexed 1,000,000  " * 12  # longer than any terminal's default width
+
+    with Live(console=cli.err, refresh_per_second=2) as live:
+        live.update(line)
+
+    assert line.rstrip() in capsys.readouterr().err
