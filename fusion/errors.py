@@ -7,7 +7,7 @@ pickled across the Python/JVM boundary; ``FusionError.__reduce__`` keeps the
 fields through that round trip.
 
 Every class says which :class:`ExitCode` ``fusion`` ends with when it stops a
-command; the README's "Exit codes" table lists them, and a unit test holds
+command; the "Exit codes" table of docs/operations.md lists them, and a unit test holds
 each class to that table.
 """
 

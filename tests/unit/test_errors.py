@@ -56,7 +56,7 @@ def test_port_error_names_the_problem_and_the_fix() -> None:
 
 # --- every error class ends `fusion` with one line and its documented exit code ---------------
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+EXIT_CODES_DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
 
 def _every_error_class() -> set[type[FusionError]]:
@@ -110,8 +110,8 @@ def _samples() -> list[FusionError]:
 
 
 def _documented_codes() -> dict[str, int]:
-    """The README's "Exit codes" table: each class named in a row, with that row's code."""
-    section = README.read_text().split("### Exit codes", 1)[1].split("\n#", 1)[0]
+    """The "Exit codes" table of docs/operations.md: each class named in a row, with its code."""
+    section = EXIT_CODES_DOC.read_text().split("## Exit codes", 1)[1].split("\n#", 1)[0]
     codes: dict[str, int] = {}
     for row in re.findall(r"^\| (\d+) \|(.*)$", section, re.M):
         for name in re.findall(r"`(\w+Error|RetryBudgetExceeded)`", row[1]):
@@ -125,7 +125,7 @@ def test_every_error_class_has_its_own_documented_exit_code() -> None:
         # Set by the class or a category of it, never inherited from the root's "unexpected".
         assert cls.exit_code != ExitCode.UNEXPECTED, cls
         assert documented.get(cls.__name__) == cls.exit_code, (
-            f"{cls.__name__} exits with {int(cls.exit_code)}; the README's exit-code table "
+            f"{cls.__name__} exits with {int(cls.exit_code)}; the exit-code table in docs/operations.md "
             f"says {documented.get(cls.__name__)}"
         )
 
