@@ -317,12 +317,16 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _submit_args(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion import submit
+    from importlib.util import find_spec
+
     from fusion.shipping import package_zip
 
     jars = ",".join(str(j) for j in clients.spark_jars(settings))
     code = package_zip(settings.runtime.home)
-    out.print(f"--jars {jars} --py-files {code} {submit.__file__}", soft_wrap=True)
+    # Found, not imported: the entry script imports this module.
+    spec = find_spec("fusion.submit")
+    assert spec is not None and spec.origin is not None
+    out.print(f"--jars {jars} --py-files {code} {spec.origin}", soft_wrap=True)
     return 0
 
 

@@ -262,6 +262,15 @@ class PipelineConfig(Settings):
         """The checkpoint URI of one query (``indexer-<source>``, ``counter``, ``enricher``)."""
         return f"{self.checkpoint_dir}/{query}"
 
+    def enricher_topics(self) -> list[str]:
+        """Ready events; updates unless ignored; incomplete keys if they get partial documents."""
+        topics = [self.ready_topic]
+        if self.pipeline.on_update == "reenrich":
+            topics.append(self.updates_topic)
+        if self.pipeline.on_timeout == "partial":
+            topics.append(self.incomplete_topic)
+        return topics
+
     def all_indexes(self) -> list[str]:
         """Every index the pipeline writes: one per source, and the enriched one."""
         return [self.index_of(source) for source in self.sources] + [self.enriched_index]

@@ -34,16 +34,6 @@ class EnrichBatch(BatchStage):
         return enrich_partition
 
 
-def input_topics(config: PipelineConfig) -> list[str]:
-    """Ready events; updates unless ignored; incomplete keys if they get partial documents."""
-    topics = [config.ready_topic]
-    if config.pipeline.on_update == "reenrich":
-        topics.append(config.updates_topic)
-    if config.pipeline.on_timeout == "partial":
-        topics.append(config.incomplete_topic)
-    return topics
-
-
 def start_enricher(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
-    stream = read_kafka(spark, config, *input_topics(config))
+    stream = read_kafka(spark, config, *config.enricher_topics())
     return start_foreach_batch(stream, EnrichBatch(config, metrics))

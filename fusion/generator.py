@@ -111,10 +111,6 @@ class Dataset:
     expected: dict[str, dict[str, Any]] = field(default_factory=dict)  # complete keys only
     missing: dict[str, list[str]] = field(default_factory=dict)  # incomplete keys
 
-    @property
-    def complete_keys(self) -> set[str]:
-        return set(self.expected)
-
 
 def build_dataset(config: PipelineConfig, options: GenOptions) -> Dataset:
     rng = random.Random(options.seed)

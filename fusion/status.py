@@ -25,7 +25,6 @@ from fusion import clients
 from fusion.config import PipelineConfig
 from fusion.counter import KeyState, Rules
 from fusion.counter_state import all_states
-from fusion.enricher_query import input_topics
 from fusion.metrics import histogram_percentiles
 from fusion.output import Marker, read_markers
 
@@ -60,7 +59,7 @@ def stage_inputs(config: PipelineConfig) -> dict[str, list[str]]:
     if config.pipeline.mode == "naive":
         return {"naive": sources}
     stages = {f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources}
-    return stages | {"counter": [config.acks_topic], "enricher": input_topics(config)}
+    return stages | {"counter": [config.acks_topic], "enricher": config.enricher_topics()}
 
 
 def stage_markers(

@@ -125,8 +125,8 @@ def test_every_error_class_has_its_own_documented_exit_code() -> None:
         # Set by the class or a category of it, never inherited from the root's "unexpected".
         assert cls.exit_code != ExitCode.UNEXPECTED, cls
         assert documented.get(cls.__name__) == cls.exit_code, (
-            f"{cls.__name__} exits with {int(cls.exit_code)}; the exit-code table in docs/operations.md "
-            f"says {documented.get(cls.__name__)}"
+            f"{cls.__name__} exits with {int(cls.exit_code)}; the exit-code table in "
+            f"docs/operations.md says {documented.get(cls.__name__)}"
         )
 
 
