@@ -15,6 +15,7 @@ counter reads acks with :data:`ACK_SPARK_SCHEMA`.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
@@ -45,7 +46,7 @@ class Ack(BaseModel):
     primary_term: int = Field(ge=1)
     version: int = Field(ge=1)
     topic: str
-    partition: int = Field(ge=0)
+    partition: int = Field(ge=0, json_schema_extra={"spark": "INT"})  # Kafka's type
     offset: int = Field(ge=0)
     acked_at: datetime
     # Hash of the document's content: tells the counter a real change from a re-sent duplicate.
@@ -68,9 +69,28 @@ class Ack(BaseModel):
             raise AckError(f"{where}: {first['msg']}") from None
 
 
-# The Spark DDL of an ack's JSON value; timestamps stay strings until needed.
-ACK_SPARK_SCHEMA = (
-    "key STRING, source STRING, index STRING, doc_id STRING, seq_no BIGINT, "
-    "primary_term BIGINT, version BIGINT, topic STRING, partition INT, offset BIGINT, "
-    "acked_at STRING, digest STRING"
-)
+def spark_ddl(model: type[BaseModel]) -> str:
+    """The Spark DDL of ``model``'s JSON, derived from its fields: one definition of the schema.
+
+    Integers are ``BIGINT`` unless a field says otherwise (``json_schema_extra={"spark":
+    "INT"}``); timestamps stay strings until needed, as they are on the wire.
+    """
+    columns = []
+    for name, field in model.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        kind = extra.get("spark") or _SPARK_TYPES[_plain(field.annotation)]
+        columns.append(f"{name} {kind}")
+    return ", ".join(columns)
+
+
+_SPARK_TYPES = {str: "STRING", int: "BIGINT", datetime: "STRING", bool: "BOOLEAN"}
+
+
+def _plain(annotation: Any) -> type:
+    """``str`` of ``str | None``: the one type an optional field holds."""
+    kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
+    return kinds[0] if kinds else annotation  # type: ignore[no-any-return]
+
+
+# What the counter's from_json reads (fusion.counter_query).
+ACK_SPARK_SCHEMA = spark_ddl(Ack)

@@ -206,7 +206,8 @@ def _run(commands: _Commands) -> None:
     run.add_argument(
         "--only",
         metavar="COMPONENT",
-        help="run one component: indexers, indexer:<source>, counter or enricher",
+        help="run one component: indexers, indexer:<source>, counter or enricher (or naive, "
+        "the benchmark's baseline without a counter)",
     )
     run.add_argument(
         "--stop-when-idle",

@@ -36,8 +36,6 @@ FieldType = Literal[
     "keyword", "text", "long", "integer", "double", "float", "boolean", "date", "object"
 ]
 LookupMode = Literal["batched", "per-source"]
-# "naive" exists for the benchmark: N-1 lookups per arriving record instead of a counter.
-PipelineMode = Literal["counted", "naive"]
 # What a key whose deadline passed with required sources missing leaves behind:
 # an incomplete event only, or also a partial enriched document ("complete": false).
 OnTimeout = Literal["incomplete", "partial"]
@@ -108,7 +106,6 @@ class PipelineSection(BaseModel):
     # A local path or any URI Spark can write to (file://, hdfs://, s3a://, ...).
     checkpoint_dir: str | None = None
     topic_partitions: int = Field(default=2, ge=1)
-    mode: PipelineMode = "counted"
     incomplete_topic: str | None = None
     updates_topic: str | None = None
     lookup: LookupMode = "batched"

@@ -1,7 +1,8 @@
 """Calls to Kafka that must not give up too early, nor hang for ever.
 
 - :func:`retry_kafka` calls again while Kafka answers "not now": a retriable
-  error, a coordinator that moved or is loading, a broker that is down.
+  error, a coordinator that moved or is loading, a broker that is down (with
+  tenacity, as :mod:`fusion.retry` does for Elasticsearch).
 - :func:`watched` runs a call that blocks while Kafka is away (a transactional
   producer's ``send_offsets_to_transaction``, ``commit_transaction``) and
   notices when it does not return although the broker answers again:
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
 T = TypeVar("T")
 
@@ -49,19 +51,31 @@ class Stuck(Exception):
 def retry_kafka(
     call: Callable[[], T], budget: float, what: str, on_retry: Callable[[str], None] | None = None
 ) -> T:
-    """``call`` again while Kafka says "not now", for ``budget`` seconds."""
-    deadline = time.monotonic() + budget
-    while True:
-        try:
+    """``call`` again while Kafka says "not now", for ``budget`` seconds; else its error."""
+
+    def before_sleep(state: RetryCallState) -> None:
+        if on_retry is not None and state.outcome is not None:
+            error = state.outcome.exception().args[0]  # type: ignore[union-attr]
+            on_retry(f"Kafka unavailable, retrying {what}: {error.str()}")
+
+    for attempt in Retrying(
+        stop=stop_after_delay(budget),
+        wait=wait_fixed(0.5),
+        retry=retry_if_exception(_not_now),
+        before_sleep=before_sleep,
+        reraise=True,  # the budget ran out: Kafka's own error, as from a single call
+    ):
+        with attempt:
             return call()
-        except KafkaException as exc:
-            error = exc.args[0]
-            transient = error.retriable() or error.code() in TRANSIENT
-            if not transient or error.fatal() or time.monotonic() > deadline:
-                raise
-            if on_retry is not None:
-                on_retry(f"Kafka unavailable, retrying {what}: {error.str()}")
-            time.sleep(0.5)
+    raise AssertionError("unreachable: tenacity returns or raises")
+
+
+def _not_now(exc: BaseException) -> bool:
+    """Kafka's "not now": retriable, or a coordinator/broker answer it does not flag so."""
+    if not isinstance(exc, KafkaException):
+        return False
+    error = exc.args[0]
+    return bool((error.retriable() or error.code() in TRANSIENT) and not error.fatal())
 
 
 def watched(call: Callable[[], T], client: Any, budget: float) -> T:

@@ -75,7 +75,7 @@ def families(
                 labels=["query"],
             ),
         ),
-        _es_requests(config, counts),
+        _es_requests(config, queries, counts),
         _counter_metric("fusion_es_retries", "Elasticsearch calls retried", counts, "es.retries"),
         _latency(counts),
     ]
@@ -145,7 +145,7 @@ def _enricher(config: PipelineConfig, counts: Mapping[str, int]) -> Iterator[Met
     yield enriched
 
 
-def _es_requests(config: PipelineConfig, counts: Mapping[str, int]) -> Metric:
+def _es_requests(config: PipelineConfig, queries: list[str], counts: Mapping[str, int]) -> Metric:
     family = CounterMetricFamily(
         "fusion_es_requests",
         "Requests sent to Elasticsearch, by stage and kind",
@@ -157,7 +157,7 @@ def _es_requests(config: PipelineConfig, counts: Mapping[str, int]) -> Metric:
         ("enricher", lookup, "enricher.es_requests"),
         ("enricher", "bulk", "enricher.bulk_requests"),
     ]
-    if config.pipeline.mode == "naive":
+    if "naive" in queries:
         rows = [("naive", "get", "naive.es_requests"), ("naive", "bulk", "naive.bulk_requests")]
     for stage, kind, name in rows:
         family.add_metric([stage, kind], counts.get(name, 0))

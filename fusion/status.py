@@ -53,10 +53,10 @@ def gather(
     return Inputs(metrics, lag_of(config, markers), states)
 
 
-def stage_inputs(config: PipelineConfig) -> dict[str, list[str]]:
-    """Each query's name and the topics it reads."""
+def stage_inputs(config: PipelineConfig, naive: bool = False) -> dict[str, list[str]]:
+    """Each query's name and the topics it reads (``naive``: the benchmark's baseline's)."""
     sources = [config.topic_of(s) for s in config.sources]
-    if config.pipeline.mode == "naive":
+    if naive:
         return {"naive": sources}
     stages = {f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources}
     return stages | {"counter": [config.acks_topic], "enricher": config.enricher_topics()}
@@ -66,7 +66,8 @@ def stage_markers(
     config: PipelineConfig, only: str | None = None
 ) -> dict[str, tuple[Marker | None, dict[tuple[str, int], int]]]:
     """Each query's (or ``only`` that one's) last marker and committed input offsets."""
-    inputs = {s: t for s, t in stage_inputs(config).items() if only is None or s == only}
+    every = stage_inputs(config, naive=only == "naive")
+    inputs = {s: t for s, t in every.items() if only is None or s == only}
     groups = {f"fusion-{config.name}-{stage}": topics for stage, topics in inputs.items()}
     found = read_markers(config.kafka, config.markers_topic, groups)
     return {group.removeprefix(f"fusion-{config.name}-"): value for group, value in found.items()}
@@ -94,7 +95,7 @@ def lag_of(
     markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]],
     unstarted_from_zero: bool = False,
 ) -> dict[str, int | None]:
-    inputs = stage_inputs(config)
+    inputs = stage_inputs(config, naive="naive" in markers)
     ends = _end_offsets(config, {t for stage in markers for t in inputs[stage]})
     lag: dict[str, int | None] = {}
     for stage, (marker, offsets) in markers.items():

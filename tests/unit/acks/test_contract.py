@@ -53,3 +53,23 @@ def test_invalid_acks_are_rejected_with_the_field(value: bytes, problem: str) ->
 
     assert problem in str(caught.value)
     assert str(caught.value).startswith("invalid ack:")
+
+
+def test_the_spark_schema_is_derived_from_the_ack_model() -> None:
+    from pydantic import BaseModel
+
+    from acks.contract import ACK_SPARK_SCHEMA, spark_ddl
+
+    # The columns and types the JVM counter reads (fusion/jvm/.../AckCounter.java).
+    assert ACK_SPARK_SCHEMA == (
+        "key STRING, source STRING, index STRING, doc_id STRING, seq_no BIGINT, "
+        "primary_term BIGINT, version BIGINT, topic STRING, partition INT, offset BIGINT, "
+        "acked_at STRING, digest STRING"
+    )
+
+    class Later(BaseModel):
+        key: str
+        attempts: int
+        note: str | None = None
+
+    assert spark_ddl(Later) == "key STRING, attempts BIGINT, note STRING"
