@@ -19,8 +19,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
-from fusion.errors import ExitCode, FusionError
-from fusion.events import iso_utc
+from fusion.core.errors import ExitCode, FusionError
+from fusion.core.events import iso_utc
 
 
 class AckError(FusionError):
@@ -92,5 +92,5 @@ def _plain(annotation: Any) -> type:
     return kinds[0] if kinds else annotation  # type: ignore[no-any-return]
 
 
-# What the counter's from_json reads (fusion.counter_query).
+# What the counter's from_json reads (fusion.counter.query).
 ACK_SPARK_SCHEMA = spark_ddl(Ack)

@@ -21,18 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JError
 
-from fusion import clients, spark_logs, status, topology
-from fusion.config import PipelineConfig
-from fusion.counter_query import start_counter
-from fusion.enricher_query import start_enricher
-from fusion.errors import ConfigError, ExitCode, FusionError, SparkGoneError, WaitTimeoutError
-from fusion.health import HealthWatch
-from fusion.metrics import Metrics, pending_keys
-from fusion.naive import start_naive
-from fusion.output import FencedError
-from fusion.progress import ProgressListener
-from fusion.prometheus import MetricsServer, PipelineCollector
-from fusion.spark_io import root_cause
+from fusion.bench.naive import start_naive
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ConfigError, ExitCode, FusionError, SparkGoneError, WaitTimeoutError
+from fusion.counter.query import start_counter
+from fusion.enricher.query import start_enricher
+from fusion.ops import status
+from fusion.runtime import clients, spark_logs, topology
+from fusion.runtime.exactly_once import FencedError
+from fusion.runtime.health import HealthWatch
+from fusion.runtime.listener import ProgressListener
+from fusion.runtime.metrics import Metrics, pending_keys
+from fusion.runtime.prometheus import MetricsServer, PipelineCollector
+from fusion.runtime.stage import root_cause
 from indexers.query import start_indexer
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class QueryFailedError(FusionError):
             # Fenced by the other process's transactional id, or caught by Spark
             # itself when both write the same checkpoint: the same story either way.
             return FencedError(f"fusion-{query}")
-        cause = root_cause(text).removeprefix("fusion.spark_io.StageError: ")
+        cause = root_cause(text).removeprefix("fusion.runtime.stage.StageError: ")
         # Fusion's own errors read as sentences: drop the class name in front.
         return cls(query, re.sub(r"^(fusion|indexers|acks)\.[\w.]+Error: ", "", cause))
 
@@ -283,9 +284,9 @@ def execute(
 ) -> None:
     """Prepare topics and indexes, run the selected queries until done or idle, stop them.
 
-    While they run, a :class:`~fusion.health.HealthWatch` checks both servers
+    While they run, a :class:`~fusion.runtime.health.HealthWatch` checks both servers
     every few seconds and puts an outage first on the status line, and with
-    ``[metrics] port`` set a :class:`~fusion.prometheus.MetricsServer` serves
+    ``[metrics] port`` set a :class:`~fusion.runtime.prometheus.MetricsServer` serves
     the metrics to Prometheus.
     """
     prepare(config)

@@ -4,17 +4,17 @@ Spark reads the topic (``read_committed``); each micro-batch runs one
 executor task per Kafka partition (:mod:`indexers.task`: parse, bulk-write
 with ``refresh=wait_for``, then the acks and dead letters in one Kafka
 transaction); the driver adds up the tasks' counts and commits the batch
-(:class:`fusion.spark_io.BatchStage`).
+(:class:`fusion.runtime.stage.BatchStage`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusion.config import PipelineConfig, SourceConfig
-from fusion.metrics import Metrics
-from fusion.spark_io import BatchStage, read_kafka, start_foreach_batch
-from fusion.tasks import Work
+from fusion.core.config import PipelineConfig, SourceConfig
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.stage import BatchStage, read_kafka, start_foreach_batch
+from fusion.runtime.tasks import Work
 from indexers.task import IndexPartition
 
 if TYPE_CHECKING:

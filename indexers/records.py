@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.events import DeadLetter
+from fusion.core.events import DeadLetter
 
 MAX_KEY_BYTES = 512  # Elasticsearch rejects _id values longer than 512 bytes.
 

@@ -8,7 +8,7 @@
 4. bulk-write to the source index with ``refresh=wait_for``, ``_id`` = key and
    the Kafka offset + 1 as external version; retry 429/5xx/outages with backoff;
    rejected documents become dead letters;
-5. only now, in one Kafka transaction (:mod:`fusion.output`), publish the dead
+5. only now, in one Kafka transaction (:mod:`fusion.runtime.exactly_once`), publish the dead
    letters and one ack per confirmed, searchable document.
 
 A crash anywhere fails the task; Spark retries it (or replays the batch),
@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 from acks.contract import Ack
 from acks.kafka import ack_records
-from fusion.bulk import Confirmed, Target, write_documents
-from fusion.events import dead_letter_records, now_utc
-from fusion.faults import crash_point
-from fusion.metrics import Metrics
-from fusion.retry import RetryPolicy
-from fusion.tasks import Counts, Job, column
+from fusion.core.events import dead_letter_records, now_utc
+from fusion.runtime.bulk import Confirmed, Target, write_documents
+from fusion.runtime.faults import crash_point
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.retry import RetryPolicy
+from fusion.runtime.tasks import Counts, Job, column
 from indexers.records import RawRecord, SourceRecord, content_digest, latest_per_key, parse
 
 if TYPE_CHECKING:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from fusion.errors import ServerStartError
+from fusion.core.errors import ServerStartError
+from fusion.core.settings import KafkaSettings
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
 from fusion.infra.secure import KAFKA_BROKER_USER, KAFKA_MECHANISM, KAFKA_USER, SecureMaterial
-from fusion.settings import KafkaSettings
 
 _QUIET = logging.getLogger("fusion.infra.kafka.client")
 _QUIET.setLevel(logging.CRITICAL)

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fusion.errors import InfraError, PortInUseError, ServerStartError
+from fusion.core.errors import InfraError, PortInUseError, ServerStartError
+from fusion.core.settings import RuntimeSettings
 from fusion.infra.artifacts import (
     ELASTICSEARCH_VERSION,
     KAFKA_VERSION,
@@ -38,7 +39,6 @@ from fusion.infra.process import free_port, port_is_free
 from fusion.infra.secure import SecureMaterial, write_env
 from fusion.infra.secure import ensure as ensure_material
 from fusion.infra.spark import LocalSparkCluster, SparkPorts
-from fusion.settings import RuntimeSettings
 
 Service = Literal["kafka", "elasticsearch", "spark"]
 SERVICES: tuple[Service, ...] = ("kafka", "elasticsearch", "spark")

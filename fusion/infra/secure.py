@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
 
-from fusion.errors import InfraError, ToolMissingError
+from fusion.core.errors import InfraError, ToolMissingError
 
 KAFKA_MECHANISM: Final = "SCRAM-SHA-512"
 KAFKA_USER = "fusion"

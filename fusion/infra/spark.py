@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusion.errors import InfraError
+from fusion.core.errors import InfraError
 from fusion.infra.elasticsearch import get_json
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess

@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from fusion.errors import InfraError, ToolMissingError
+from fusion.core.errors import InfraError, ToolMissingError
 
 SOURCES = Path(__file__).parent / "src"
 _HINT = (

@@ -29,11 +29,11 @@ import pytest
 from confluent_kafka.cimpl import NewTopic
 from elasticsearch import Elasticsearch
 
-from fusion import clients
+from fusion.core.settings import ElasticsearchSettings, RuntimeSettings, Settings
 from fusion.infra.process import free_port
 from fusion.infra.runtime import Endpoints, LocalRuntime
 from fusion.infra.spark import LocalSparkCluster, SparkPorts
-from fusion.settings import ElasticsearchSettings, RuntimeSettings, Settings
+from fusion.runtime import clients
 
 log = logging.getLogger("fusion.tests")
 

@@ -13,11 +13,12 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-from fusion import clients, pipeline, topology
-from fusion.config import PipelineConfig
-from fusion.health import HealthWatch
-from fusion.metrics import Metrics
-from fusion.settings import Settings
+from fusion import pipeline
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.runtime import clients, topology
+from fusion.runtime.health import HealthWatch
+from fusion.runtime.metrics import Metrics
 
 
 def make_config(
@@ -157,7 +158,7 @@ def worker_env(spark: Any, **env: str) -> Iterator[None]:
     """Environment variables for the Python workers of tasks started while inside.
 
     Spark hands ``SparkContext.environment`` to every Python worker it starts
-    for a task, so fault injection (:mod:`fusion.faults`) reaches the
+    for a task, so fault injection (:mod:`fusion.runtime.faults`) reaches the
     executors of the session the tests share, and leaves with the block.
     """
     environment = spark.sparkContext.environment

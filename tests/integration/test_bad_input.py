@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 
 from acks.contract import Ack
-from fusion import topology
-from fusion.config import PipelineConfig
-from fusion.errors import ExitCode
-from fusion.events import ReadyEvent, now_iso, now_utc
-from fusion.generator import GenOptions, build_dataset, produce
+from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ExitCode
+from fusion.core.events import ReadyEvent, now_iso, now_utc
+from fusion.core.settings import Settings
 from fusion.infra.process import free_port
-from fusion.metrics import Metrics
 from fusion.pipeline import status_line
-from fusion.settings import Settings
+from fusion.runtime import topology
+from fusion.runtime.metrics import Metrics
 from tests.integration.pipelines import (
     drop,
     enriched_docs,

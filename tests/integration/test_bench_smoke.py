@@ -12,8 +12,8 @@ import json
 import math
 from pathlib import Path
 
-from fusion import bench
-from fusion.settings import Settings
+from fusion.bench import burst as bench
+from fusion.core.settings import Settings
 from tests.integration.es_proxy import CountingProxy
 
 KEYS, SOURCES = 25, 3

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fusion import bench_sustain
-from fusion.bench_sustain import SustainOptions
-from fusion.settings import Settings
+from fusion.bench import sustain as bench_sustain
+from fusion.bench.sustain import SustainOptions
+from fusion.core.settings import Settings
 
 
 def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(

@@ -9,11 +9,11 @@ import pytest
 from elastic_transport import ObjectApiResponse
 from elasticsearch import Elasticsearch
 
-from fusion.bulk import IndexingError, Target, write_documents
+from fusion.core.settings import ElasticsearchSettings, Settings
 from fusion.infra.process import free_port
-from fusion.metrics import Metrics
-from fusion.retry import RetryPolicy
-from fusion.settings import ElasticsearchSettings, Settings
+from fusion.runtime.bulk import IndexingError, Target, write_documents
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.retry import RetryPolicy
 from indexers.records import RawRecord, SourceRecord, parse
 
 FAST = RetryPolicy(attempts=4, initial=0.01, maximum=0.05)

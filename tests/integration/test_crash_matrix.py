@@ -2,7 +2,7 @@
 
 Each run is a separate `fusion run` process (its own Spark driver and JVM)
 on the same checkpoints, given a fresh slice of the data so that every stage
-has work when its kill point is armed. ``FUSION_CRASH_AT`` (:mod:`fusion.faults`)
+has work when its kill point is armed. ``FUSION_CRASH_AT`` (:mod:`fusion.runtime.faults`)
 kills, at one named point:
 
 - the driver process (``<stage>.driver.*``: between the tasks' commits and
@@ -32,10 +32,10 @@ import sys
 import time
 from pathlib import Path
 
-from fusion import clients, faults, topology
-from fusion.config import PipelineConfig
-from fusion.generator import Dataset, GenOptions, build_dataset, produce
-from fusion.settings import Settings
+from fusion.bench.generator import Dataset, GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.runtime import clients, faults, topology
 from tests.integration.pipelines import assert_exact_join, drop, write_config_file
 
 BIN = Path(sys.executable).parent

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fusion import topology
-from fusion.config import PipelineConfig
-from fusion.demo import DemoOptions, example_config, run_demo, start_afresh
-from fusion.errors import ConfigError
+from fusion.cli.demo import DemoOptions, example_config, run_demo, start_afresh
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ConfigError
+from fusion.core.settings import Settings
 from fusion.infra.runtime import Endpoints
-from fusion.settings import Settings
+from fusion.runtime import topology
 from tests.integration.pipelines import drop
 
 SCREEN = 60  # lines

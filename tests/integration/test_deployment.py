@@ -20,10 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fusion import clients, status, topology
-from fusion.config import PipelineConfig
-from fusion.generator import GenOptions, build_dataset, produce
-from fusion.settings import Settings
+from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.ops import status
+from fusion.runtime import clients, topology
 from tests.integration.pipelines import doc_count, drop, read_topic, write_config_file
 
 BIN = Path(sys.executable).parent

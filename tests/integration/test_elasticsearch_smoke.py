@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from elasticsearch import Elasticsearch, helpers
 
-from fusion import clients
+from fusion.runtime import clients
 
 
 def test_bulk_wait_for_is_searchable_and_mget_finds_docs(

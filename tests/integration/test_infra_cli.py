@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from fusion.cli import main
-from fusion.errors import ExitCode
+from fusion.cli.main import main
+from fusion.core.errors import ExitCode
+from fusion.core.settings import Settings
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION
 from fusion.infra.process import free_port, group_members
 from fusion.infra.runtime import LocalRuntime
-from fusion.settings import Settings
 
 
 @pytest.fixture

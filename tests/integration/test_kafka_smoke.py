@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-from fusion import clients
-from fusion.settings import Settings
+from fusion.core.settings import Settings
+from fusion.runtime import clients
 
 
 def _consume_all(settings: Settings, topic: str, timeout: float = 30.0) -> list[bytes]:
@@ -98,7 +98,7 @@ def test_read_committed_sees_only_committed_transactions(
 def test_publisher_waits_when_its_local_queue_is_full(
     settings: Settings, make_topic: Callable[..., str]
 ) -> None:
-    from fusion.publisher import Publisher
+    from fusion.runtime.producer import Publisher
 
     topic = make_topic("full")
     # 100k messages is librdkafka's default queue; a 400k-record benchmark overran it.

@@ -21,13 +21,14 @@ from typing import Any
 
 import pytest
 
-from fusion import clients, explain, status
-from fusion.bulk import Target, write_documents
-from fusion.config import PipelineConfig
-from fusion.enricher_task import EnrichedDoc
-from fusion.metrics import Metrics
-from fusion.retry import RetryPolicy
-from fusion.settings import Settings
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.enricher.task import EnrichedDoc
+from fusion.ops import explain, status
+from fusion.runtime import clients
+from fusion.runtime.bulk import Target, write_documents
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.retry import RetryPolicy
 from tests.integration.pipelines import (
     RunningPipeline,
     drop,
@@ -56,7 +57,7 @@ class Story:
 def story(
     spark: Any, settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Story]:
-    from fusion.generator import produce
+    from fusion.bench.generator import produce
 
     config = make_config(
         settings,

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fusion import pipeline, topology
-from fusion.config import PipelineConfig
-from fusion.generator import GenOptions, build_dataset, produce
-from fusion.metrics import Metrics
-from fusion.settings import MetricsSettings, Settings
+from fusion import pipeline
+from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import MetricsSettings, Settings
+from fusion.runtime import topology
+from fusion.runtime.metrics import Metrics
 from tests.integration.pipelines import drop, make_config
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

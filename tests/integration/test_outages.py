@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from fusion import faults, pipeline, topology
-from fusion.config import PipelineConfig
-from fusion.generator import Dataset, GenOptions, build_dataset, produce
-from fusion.settings import Settings
+from fusion import pipeline
+from fusion.bench.generator import Dataset, GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.runtime import faults, topology
 from tests.integration.conftest import ServerControl
 from tests.integration.pipelines import (
     RunningPipeline,

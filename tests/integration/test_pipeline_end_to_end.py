@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from acks.contract import Ack
-from fusion import topology
-from fusion.config import PipelineConfig
-from fusion.events import now_utc
-from fusion.generator import GenOptions, build_dataset, produce
+from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.events import now_utc
+from fusion.core.settings import Settings
+from fusion.ops.status import consumer_lag
 from fusion.pipeline import wait_until
-from fusion.publisher import Publisher
-from fusion.settings import Settings
-from fusion.status import consumer_lag
+from fusion.runtime import topology
+from fusion.runtime.producer import Publisher
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
 
 MALFORMED = [

@@ -15,12 +15,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from fusion import clients, topology
-from fusion.config import PipelineConfig
-from fusion.errors import ExitCode
-from fusion.generator import produce
-from fusion.output import read_markers
-from fusion.settings import Settings
+from fusion.bench.generator import produce
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ExitCode
+from fusion.core.settings import Settings
+from fusion.runtime import clients, topology
+from fusion.runtime.exactly_once import read_markers
 from tests.integration.es_proxy import CountingProxy
 from tests.integration.pipelines import doc_count, drop, source_record, write_config_file
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from fusion import clients, faults, topology
-from fusion.checkpoint import CheckpointFiles
-from fusion.config import PipelineConfig
-from fusion.generator import produce
-from fusion.reconcile import reconcile
-from fusion.settings import Settings
+from fusion.bench.generator import produce
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.ops.reconcile import reconcile
+from fusion.runtime import clients, faults, topology
+from fusion.runtime.checkpoint import CheckpointFiles
 from tests.integration.conftest import ServerControl
 from tests.integration.pipelines import (
     drop,

@@ -16,11 +16,11 @@ import sys
 import uuid
 from pathlib import Path
 
-from fusion import topology
-from fusion.config import PipelineConfig
-from fusion.generator import GenOptions, build_dataset, produce
+from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
 from fusion.infra.process import free_port
-from fusion.settings import Settings
+from fusion.runtime import topology
 from tests.integration.pipelines import drop, write_config_file
 
 BIN = Path(sys.executable).parent

@@ -20,10 +20,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fusion import clients, faults, topology
-from fusion.config import PipelineConfig
-from fusion.generator import GenOptions, build_dataset, produce
-from fusion.settings import Settings
+from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.runtime import clients, faults, topology
 from tests.integration.conftest import SparkCluster
 from tests.integration.pipelines import assert_exact_join, doc_count, drop, write_config_file
 

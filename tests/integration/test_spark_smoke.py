@@ -7,8 +7,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from fusion import clients
-from fusion.settings import Settings
+from fusion.core.settings import Settings
+from fusion.runtime import clients
 
 
 def test_streaming_query_reads_kafka_topic(

@@ -18,12 +18,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fusion import status
-from fusion.checkpoint import CheckpointFiles, batch_offsets, committed_batches
-from fusion.config import PipelineConfig
-from fusion.counter_state import states
-from fusion.generator import GenOptions, build_dataset, produce
-from fusion.settings import Settings
+from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.counter.state import states
+from fusion.ops import status
+from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, committed_batches
 from tests.integration.pipelines import RunningPipeline, drop, make_config, read_topic
 
 WAVES = 3

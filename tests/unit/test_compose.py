@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 
-from fusion.config import PipelineConfig
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
-from fusion.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

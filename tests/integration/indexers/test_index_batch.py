@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from fusion import clients, topology
-from fusion.config import PipelineConfig
-from fusion.settings import Settings
-from fusion.tasks import Job
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.runtime import clients, topology
+from fusion.runtime.tasks import Job
 from indexers.records import RawRecord
 from indexers.task import index_records
 from tests.integration.pipelines import drop, make_config, read_topic

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from fusion.bulk import bulk_actions
-from fusion.events import DeadLetter
+from fusion.core.events import DeadLetter
+from fusion.runtime.bulk import bulk_actions
 from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
 
 

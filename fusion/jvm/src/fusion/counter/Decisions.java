@@ -14,8 +14,8 @@ import java.util.TreeSet;
 /**
  * The counter's decisions, as pure functions: which sources of a key are searchable, and fire?
  *
- * <p>This is the JVM twin of {@code fusion/counter.py}, which stays the specification: the
- * unit test {@code tests/unit/test_counter_jvm.py} runs both over the same random histories
+ * <p>This is the JVM twin of {@code fusion/counter/decisions.py}, which stays the specification: the
+ * unit test {@code tests/unit/counter/test_counter_jvm.py} runs both over the same random histories
  * and requires the same decisions. The counter runs this one because a Python state call
  * costs a socket round trip per key and batch, which capped the counter at about 1,150
  * acks/s on two cores.

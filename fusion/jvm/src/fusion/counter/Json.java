@@ -84,7 +84,7 @@ public final class Json {
   }
 
   /**
-   * One decision, JSON in and out, for {@code tests/unit/test_counter_jvm.py}: the request
+   * One decision, JSON in and out, for {@code tests/unit/counter/test_counter_jvm.py}: the request
    * names the {@code op} ({@code decide} or {@code deadline}), the key, its state row, the
    * acks, the rules and the batch time; the answer holds the decision's fields.
    */

@@ -1,0 +1,187 @@
+"""Naive mode: the design the counter replaces, kept so the benchmark can measure it.
+
+One query reads every source topic. Each record is indexed, then the other
+N-1 indexes are queried for its key, one request each; when all N documents
+are found the key is enriched. A key therefore costs N·(N-1) lookups, of
+which (N-1)² return partial data and are wasted.
+
+To keep "after indexing it" exact within a micro-batch, the records of the
+batch are processed in rounds: round j holds the j-th record of each key in
+arrival order, so a key's records are indexed and looked up one after the
+other, as if they had arrived in separate batches. The whole micro-batch is one
+executor task for the same reason: naive matching is sequential by design.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from elasticsearch import Elasticsearch, NotFoundError
+
+from fusion.core.config import PipelineConfig, SourceConfig
+from fusion.core.events import DeadLetter, dead_letter_records, now_iso
+from fusion.enricher.document import FoundDoc, build_enriched, enriched_version
+from fusion.enricher.task import EnrichedDoc, enriched_records
+from fusion.runtime.bulk import Confirmed, Target, write_documents
+from fusion.runtime.exactly_once import OutRecord
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.retry import RetryPolicy
+from fusion.runtime.stage import KAFKA_COLUMNS, BatchStage, read_kafka, start_foreach_batch
+from fusion.runtime.tasks import Counts, Job, Work, column
+from indexers.records import RawRecord, SourceRecord, parse
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+LOOKUP_THREADS = 8
+
+
+@dataclass(frozen=True)
+class Arrival:
+    source: SourceConfig
+    record: SourceRecord
+
+
+class NaiveBatch(BatchStage):
+    """The driver side of naive mode: one task takes the whole micro-batch, in arrival order."""
+
+    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
+        super().__init__(config, metrics, "naive", "naive")
+
+    def work(self) -> Work:
+        return naive_partition
+
+    def columns(self, batch: DataFrame) -> DataFrame:
+        # One task: naive matching is sequential by design (see the module docstring).
+        return batch.select(*KAFKA_COLUMNS, "timestamp").coalesce(1)
+
+
+def naive_partition(job: Job, rows: pa.Table) -> Counts:
+    """Task function: index each record, then look its key up in the other N-1 indexes."""
+    output = job.output("all")
+    done = output.committed(job.query, job.batch_id)
+    if done is not None:
+        return {**done.counts, "tasks.replayed": 1}
+    names = ("value", "topic", "partition", "offset", "timestamp")
+    arrived = sorted(
+        zip(*(column(rows, name) for name in names), strict=True),
+        key=lambda r: (r[4], r[1], r[2], r[3]),
+    )
+    matcher = NaiveMatcher(job.config, job.elasticsearch())
+    out = matcher.handle([RawRecord(v, t, p, o) for v, t, p, o, _ in arrived])
+    published = output.publish(job.query, job.batch_id, out, matcher.metrics.counts())
+    return {**published.marker.counts, "tasks.replayed": int(not published.written)}
+
+
+class NaiveMatcher:
+    """Naive matching over one micro-batch's records, in per-key rounds."""
+
+    def __init__(self, config: PipelineConfig, es: Elasticsearch) -> None:
+        self.config = config
+        self.es = es
+        self.metrics = Metrics()
+        self.retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+        self.by_topic = {config.topic_of(s): s for s in config.sources}
+        self.pool = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="naive-lookup")
+
+    def handle(self, raws: list[RawRecord]) -> list[OutRecord]:
+        rounds: list[list[Arrival]] = []
+        seen: dict[str, int] = defaultdict(int)
+        dead: list[DeadLetter] = []
+        for raw in raws:
+            source = self.by_topic[raw.topic]
+            parsed = parse(raw, source.name, self.config.key_field, self.config.max_record_bytes)
+            if isinstance(parsed, DeadLetter):
+                dead.append(parsed)
+                continue
+            turn = seen[parsed.key]
+            seen[parsed.key] += 1
+            if turn == len(rounds):
+                rounds.append([])
+            rounds[turn].append(Arrival(source, parsed))
+        enriched: list[EnrichedDoc] = []
+        for arrivals in rounds:
+            confirmed, rejected = self._index(arrivals)
+            dead.extend(rejected)
+            enriched.extend(self._match(confirmed))
+        target = Target(
+            self.config.enriched_index, "enricher", None, self.config.pipeline.bulk_chunk, False
+        )
+        written = write_documents(self.es, target, enriched, self.retry, self.metrics)
+        self.metrics.add("enricher.enriched", len(written.confirmed))
+        self.metrics.add("naive.bulk_requests", written.requests)
+        self.metrics.add("naive.dlq", len(dead) + len(written.dead))
+        self.pool.shutdown()
+        return enriched_records(self.config, written.confirmed) + dead_letter_records(
+            self.config.dlq_topic, dead + written.dead
+        )
+
+    def _index(
+        self, arrivals: list[Arrival]
+    ) -> tuple[list[tuple[SourceConfig, Confirmed]], list[DeadLetter]]:
+        by_source: dict[str, list[SourceRecord]] = defaultdict(list)
+        for arrival in arrivals:
+            by_source[arrival.source.name].append(arrival.record)
+        confirmed: list[tuple[SourceConfig, Confirmed]] = []
+        dead: list[DeadLetter] = []
+        for name, records in by_source.items():
+            source = self.config.source(name)
+            target = Target(
+                self.config.index_of(source), "indexer", name, self.config.pipeline.bulk_chunk
+            )
+            result = write_documents(self.es, target, records, self.retry, self.metrics)
+            confirmed.extend((source, item) for item in result.confirmed)
+            dead.extend(result.dead)
+            self.metrics.add(f"indexer.{name}.indexed", len(result.confirmed))
+            self.metrics.add("naive.bulk_requests", result.requests)
+        return confirmed, dead
+
+    def _match(self, confirmed: list[tuple[SourceConfig, Confirmed]]) -> list[EnrichedDoc]:
+        """Query the other N-1 indexes for every confirmed record; enrich complete keys."""
+        lookups = [
+            (source, item, other)
+            for source, item in confirmed
+            for other in self.config.sources
+            if other.name != source.name
+        ]
+        hits = list(self.pool.map(lambda job: self._get(job[2], job[1].record.key), lookups))
+        found: dict[int, dict[str, FoundDoc]] = defaultdict(dict)
+        for (_, item, other), hit in zip(lookups, hits, strict=True):
+            if hit is not None:
+                found[id(item)][other.name] = hit
+        others = len(self.config.sources) - 1
+        self.metrics.add("naive.es_requests", len(lookups))
+        self.metrics.add("enricher.es_requests", len(lookups))
+        enriched = []
+        now = now_iso()
+        for source, item in confirmed:
+            docs = found[id(item)]
+            self.metrics.add("enricher.docs_fetched", len(docs))
+            if len(docs) < others:
+                self.metrics.add("naive.wasted", others)
+                continue
+            record = item.record
+            docs[source.name] = FoundDoc(record.doc, item.version)
+            doc = build_enriched(self.config.key_field, record.key, docs, now, now_iso())
+            enriched.append(
+                EnrichedDoc(record.key, doc, record.where, record.original, enriched_version(docs))
+            )
+        return enriched
+
+    def _get(self, source: SourceConfig, key: str) -> FoundDoc | None:
+        try:
+            hit = self.es.get(index=self.config.index_of(source), id=key)
+        except NotFoundError:
+            return None
+        return FoundDoc(hit["_source"], hit["_version"])
+
+
+def start_naive(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
+    topics = ",".join(config.topic_of(s) for s in config.sources)
+    stream = read_kafka(spark, config, topics)
+    return start_foreach_batch(stream, NaiveBatch(config, metrics))

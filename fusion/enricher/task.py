@@ -1,0 +1,197 @@
+"""The enricher's executor task: one partition of ready (or updated, or incomplete) events.
+
+In this order:
+
+1. if this partition's output of the batch was committed already (a replay), stop;
+2. parse the events (malformed ones become dead letters) and keep one per key;
+3. fetch the keys' source documents from Elasticsearch (:mod:`fusion.enricher.lookups`:
+   one ``_mget`` per chunk in ``batched`` mode, N GETs per key in ``per-source``);
+4. build each enriched document (:func:`fusion.enricher.document.build_enriched`); a key
+   whose documents are no longer all in Elasticsearch becomes a dead letter;
+5. bulk-write the enriched documents: ``_id`` = key, external version = the sum
+   of the source versions, so a replay rewrites the same document and an
+   enrichment from older source documents never overwrites a newer one;
+6. publish them to the enriched topic and the dead letters to the DLQ in one
+   Kafka transaction (:mod:`fusion.runtime.exactly_once`): exactly once per batch.
+
+Steps 2-5 are :func:`enrich_events`, which ``fusion reconcile`` runs too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from elasticsearch import Elasticsearch
+from pydantic import ValidationError
+
+from fusion.core.config import PipelineConfig
+from fusion.core.events import (
+    DeadLetter,
+    IncompleteEvent,
+    ReadyEvent,
+    dead_letter_records,
+    dumps,
+    now_iso,
+    now_utc,
+)
+from fusion.enricher import lookups
+from fusion.enricher.document import build_enriched, enriched_version, missing_sources
+from fusion.runtime.bulk import Confirmed, Target, write_documents
+from fusion.runtime.exactly_once import OutRecord
+from fusion.runtime.faults import crash_point
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.retry import RetryPolicy
+from fusion.runtime.tasks import Counts, Job, column
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+Where = tuple[str, int, int]  # topic, partition, offset
+
+
+@dataclass(frozen=True)
+class EnrichedDoc:
+    """An enriched document to write, and the event it answers."""
+
+    key: str
+    doc: dict[str, Any]
+    where: Where
+    original: bytes
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A key to enrich, and the event that asked for it."""
+
+    key: str
+    kind: str  # ready, updated, or incomplete (a partial document)
+    fired_at: str
+    where: Where
+    original: bytes
+
+    @property
+    def partial(self) -> bool:
+        return self.kind == "incomplete"
+
+
+@dataclass(frozen=True)
+class Enrichment:
+    """What :func:`enrich_events` did: the Kafka records to publish and the counts."""
+
+    records: list[OutRecord]
+    counts: dict[str, int]
+
+
+def enrich_partition(job: Job, rows: pa.Table) -> Counts:
+    """The task function of the enricher (steps 1-6 of the module docstring)."""
+    events = list(
+        zip(
+            column(rows, "value"),
+            zip(
+                column(rows, "topic"),
+                column(rows, "partition"),
+                column(rows, "offset"),
+                strict=True,
+            ),
+            strict=True,
+        )
+    )
+    topic, partition, _ = events[0][1]
+    output = job.output(f"{topic}-{partition}")
+    done = output.committed(job.query, job.batch_id)
+    if done is not None:
+        return {**done.counts, "tasks.replayed": 1}
+    config = job.config
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    result = enrich_events(config, job.elasticsearch(), events, retry)
+    published = output.publish(job.query, job.batch_id, result.records, result.counts)
+    return {**published.marker.counts, "tasks.replayed": int(not published.written)}
+
+
+def enrich_events(
+    config: PipelineConfig,
+    es: Elasticsearch,
+    events: Sequence[tuple[bytes | None, Where]],
+    retry: RetryPolicy,
+) -> Enrichment:
+    """Steps 2-5: parse, look up, build and write; the records to publish and the counts."""
+    metrics = Metrics()
+    wanted: dict[str, Wanted] = {}
+    dead: list[DeadLetter] = []
+    for value, where in events:
+        parsed = _parse(config, value, where)
+        if isinstance(parsed, DeadLetter):
+            dead.append(parsed)
+        elif parsed.key not in wanted or wanted[parsed.key].partial:
+            # A complete enrichment supersedes a partial one of the same key.
+            wanted[parsed.key] = parsed
+    found = lookups.fetch(es, config, list(wanted), metrics, retry)
+    crash_point("enricher.after_lookup")
+    enriched: list[EnrichedDoc] = []
+    enriched_at = now_iso()
+    for key, want in wanted.items():
+        docs = found[key]
+        metrics.add("enricher.docs_fetched", len(docs))
+        missing = missing_sources(docs, config.required_sources)
+        if (missing and not want.partial) or not docs:
+            gone = missing or list(config.source_names)
+            reason = f"{want.kind}, but Elasticsearch no longer has source(s) {gone} for key"
+            dead.append(DeadLetter.of(reason, "enricher", None, want.where, want.original, key))
+            continue
+        doc = build_enriched(config.key_field, key, docs, want.fired_at, enriched_at, missing)
+        enriched.append(EnrichedDoc(key, doc, want.where, want.original, enriched_version(docs)))
+
+    target = Target(config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False)
+    written = write_documents(es, target, enriched, retry, metrics)
+    crash_point("enricher.after_write")
+    _observe_latencies(metrics, written.confirmed)
+    dead.extend(written.dead)
+    records = enriched_records(config, written.confirmed)
+    records += dead_letter_records(config.dlq_topic, dead)
+    kinds = Counter(wanted[item.record.key].kind for item in written.confirmed)
+    metrics.add_all(
+        {
+            "enricher.ready": len(wanted),
+            "enricher.batches": 1 if wanted else 0,
+            "enricher.enriched": len(written.confirmed),
+            "enricher.updated": kinds["updated"],
+            "enricher.partial": kinds["incomplete"],
+            "enricher.stale": len(written.stale),
+            "enricher.dlq": len(dead),
+            "enricher.bulk_requests": written.requests,
+        }
+    )
+    return Enrichment(records, metrics.counts())
+
+
+def enriched_records(config: PipelineConfig, confirmed: list[Confirmed]) -> list[OutRecord]:
+    """The enriched topic's records for documents Elasticsearch confirmed."""
+    topic = config.enriched_topic
+    return [(topic, item.record.key, dumps(item.record.doc)) for item in confirmed]
+
+
+def _observe_latencies(metrics: Metrics, confirmed: list[Confirmed]) -> None:
+    """Seconds from the fire to the confirmed write of each document, into the histogram."""
+    done = now_utc()
+    for item in confirmed:
+        fired = datetime.fromisoformat(item.record.doc["fusion"]["fired_at"])
+        metrics.observe_latency((done - fired).total_seconds())
+
+
+def _parse(config: PipelineConfig, value: bytes | None, where: Where) -> Wanted | DeadLetter:
+    partial = where[0] == config.incomplete_topic
+    model: type[ReadyEvent | IncompleteEvent] = IncompleteEvent if partial else ReadyEvent
+    try:
+        event = model.model_validate_json(value or b"")
+    except ValidationError as exc:
+        what = "incomplete" if partial else "ready"
+        reason = f"malformed {what} event: {exc.errors()[0]['msg']}"
+        return DeadLetter.of(reason, "enricher", None, where, value)
+    if isinstance(event, IncompleteEvent):
+        return Wanted(event.key, "incomplete", event.expired_at, where, value or b"")
+    return Wanted(event.key, event.kind, event.fired_at, where, value or b"")

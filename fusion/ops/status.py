@@ -1,0 +1,200 @@
+"""`fusion status`: what each stage did, how far behind it is, and which keys wait for what.
+
+Three inputs:
+
+- every component's counts since its checkpoint was created: the marker its
+  driver commits with each micro-batch (:mod:`fusion.runtime.stage`), read from
+  Kafka, so it does not matter which process (or machine) runs a component;
+- consumer lag: the input offsets committed with that marker (the component's
+  consumer group, ``fusion-<pipeline>-<query>``) against the topics' end offsets;
+- the counter's state (:mod:`fusion.counter.state`): pending keys by missing source.
+
+:func:`build` assembles them (pure); :func:`gather` reads them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import TopicPartition
+
+from fusion.core.config import PipelineConfig
+from fusion.counter.decisions import KeyState, Rules
+from fusion.counter.state import all_states
+from fusion.runtime import clients
+from fusion.runtime.exactly_once import Marker, read_markers
+from fusion.runtime.metrics import histogram_percentiles
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class Inputs:
+    metrics: Mapping[str, Any]  # shaped like a Metrics.snapshot()
+    lag: Mapping[str, int | None]  # stage -> records behind, None if it never committed
+    states: list[KeyState]  # empty when the counter's state was not read
+
+
+def gather(
+    spark: SparkSession | None, config: PipelineConfig, metrics: Mapping[str, Any] | None = None
+) -> Inputs:
+    """Read the inputs; ``metrics`` defaults to the components' markers in Kafka."""
+    markers = stage_markers(config)
+    if metrics is None:
+        counts: Counter[str] = Counter()
+        for marker, _ in markers.values():
+            counts.update(marker.counts if marker is not None else {})
+        metrics = {"counters": dict(counts), "latency_seconds": histogram_percentiles(counts)}
+    states = list(all_states(spark, config)) if spark is not None else []
+    return Inputs(metrics, lag_of(config, markers), states)
+
+
+def stage_inputs(config: PipelineConfig, naive: bool = False) -> dict[str, list[str]]:
+    """Each query's name and the topics it reads (``naive``: the benchmark's baseline's)."""
+    sources = [config.topic_of(s) for s in config.sources]
+    if naive:
+        return {"naive": sources}
+    stages = {f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources}
+    return stages | {"counter": [config.acks_topic], "enricher": config.enricher_topics()}
+
+
+def stage_markers(
+    config: PipelineConfig, only: str | None = None
+) -> dict[str, tuple[Marker | None, dict[tuple[str, int], int]]]:
+    """Each query's (or ``only`` that one's) last marker and committed input offsets."""
+    every = stage_inputs(config, naive=only == "naive")
+    inputs = {s: t for s, t in every.items() if only is None or s == only}
+    groups = {f"fusion-{config.name}-{stage}": topics for stage, topics in inputs.items()}
+    found = read_markers(config.kafka, config.markers_topic, groups)
+    return {group.removeprefix(f"fusion-{config.name}-"): value for group, value in found.items()}
+
+
+def consumer_lag(config: PipelineConfig, only: str | None = None) -> dict[str, int | None]:
+    """Records (plus transaction markers) each query (or ``only`` that one) still has to read."""
+    return lag_of(config, stage_markers(config, only))
+
+
+def behind(config: PipelineConfig, stages: list[str]) -> int:
+    """Records ``stages`` still have to read; a stage that never committed counts from 0."""
+    return sum(stage_lag(config, stages).values())
+
+
+def stage_lag(config: PipelineConfig, stages: list[str]) -> dict[str, int]:
+    """Records each of ``stages`` still has to read; one that never committed counts from 0."""
+    markers = {stage: stage_markers(config, stage)[stage] for stage in stages}
+    lag = lag_of(config, markers, unstarted_from_zero=True)
+    return {stage: value or 0 for stage, value in lag.items()}
+
+
+def lag_of(
+    config: PipelineConfig,
+    markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]],
+    unstarted_from_zero: bool = False,
+) -> dict[str, int | None]:
+    inputs = stage_inputs(config, naive="naive" in markers)
+    ends = _end_offsets(config, {t for stage in markers for t in inputs[stage]})
+    lag: dict[str, int | None] = {}
+    for stage, (marker, offsets) in markers.items():
+        if marker is None and not unstarted_from_zero:
+            lag[stage] = None
+            continue
+        lag[stage] = sum(
+            max(0, end - offsets.get((topic, partition), 0))
+            for (topic, partition), end in ends.items()
+            if topic in inputs[stage]
+        )
+    return lag
+
+
+def _end_offsets(config: PipelineConfig, topics: set[str]) -> dict[tuple[str, int], int]:
+    consumer = clients.kafka_consumer(config.kafka, f"fusion-status-{config.name}")
+    try:
+        metadata = consumer.list_topics(timeout=10).topics
+        ends = {}
+        for topic in topics:
+            for partition in metadata[topic].partitions if topic in metadata else []:
+                tp = TopicPartition(topic, partition)
+                ends[(topic, partition)] = consumer.get_watermark_offsets(tp, timeout=10)[1]
+        return ends
+    finally:
+        consumer.close()
+
+
+def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
+    counts: Mapping[str, int] = inputs.metrics.get("counters", {})
+    latency = inputs.metrics.get("latency_seconds", {})
+    rules = Rules.of(config)
+    pending = [s for s in inputs.states if not s.fired and s.expired_at is None]
+    by_missing = Counter(name for s in pending for name in s.missing(rules))
+    enriched = counts.get("enricher.enriched", 0)
+    requests = counts.get("enricher.es_requests", 0)
+    return {
+        "pipeline": config.name,
+        "sources": {
+            s: {
+                "indexed": counts.get(f"indexer.{s}.indexed", 0),
+                "acks": counts.get(f"indexer.{s}.acks", 0),
+                "dlq": counts.get(f"indexer.{s}.dlq", 0),
+                "lag": inputs.lag.get(f"indexer-{s}"),
+            }
+            for s in config.source_names
+        },
+        "counter": {
+            "keys_in_state": len(inputs.states),
+            "pending_keys": len(pending),
+            "pending_by_missing_source": dict(sorted(by_missing.items())),
+            "fired": counts.get("counter.fired", 0),
+            "incomplete": counts.get("counter.incomplete", 0),
+            "updated": counts.get("counter.updated", 0),
+            "dlq": counts.get("counter.dlq", 0),
+            "lag": inputs.lag.get("counter"),
+        },
+        "enricher": {
+            "enriched": enriched,
+            "updated": counts.get("enricher.updated", 0),
+            "partial": counts.get("enricher.partial", 0),
+            "dlq": counts.get("enricher.dlq", 0),
+            "es_requests": requests,
+            "es_requests_per_key": round(requests / enriched, 4) if enriched else None,
+            "latency_p50_seconds": latency.get("p50"),
+            "latency_p99_seconds": latency.get("p99"),
+            "lag": inputs.lag.get("enricher"),
+        },
+        "alerts": inputs.metrics.get("alerts", {}),
+    }
+
+
+def render(status: Mapping[str, Any]) -> str:
+    def lag(value: int | None) -> str:
+        return "not started" if value is None else f"{value:,}"
+
+    lines = [f"pipeline {status['pipeline']}"]
+    lines += [f"  [alert] {message}" for message in status["alerts"].values()]
+    lines.append(f"  {'source':<14} {'indexed':>10} {'acks':>10} {'dlq':>7} {'lag':>12}")
+    for name, s in status["sources"].items():
+        lines.append(
+            f"  {name:<14} {s['indexed']:>10,} {s['acks']:>10,} {s['dlq']:>7,} {lag(s['lag']):>12}"
+        )
+    c = status["counter"]
+    missing = ", ".join(f"{n} {k:,}" for n, k in c["pending_by_missing_source"].items()) or "-"
+    lines.append(
+        f"  counter   fired {c['fired']:,}  incomplete {c['incomplete']:,}  "
+        f"updated {c['updated']:,}  dlq {c['dlq']:,}  lag {lag(c['lag'])}"
+    )
+    lines.append(f"            pending keys {c['pending_keys']:,}, missing: {missing}")
+    e = status["enricher"]
+    p50, p99 = e["latency_p50_seconds"], e["latency_p99_seconds"]
+    latency = f"{p50:.2f} s / {p99:.2f} s" if p50 is not None and p99 is not None else "-"
+    lines.append(
+        f"  enricher  enriched {e['enriched']:,} (updated {e['updated']:,}, "
+        f"partial {e['partial']:,})  dlq {e['dlq']:,}  lag {lag(e['lag'])}"
+    )
+    lines.append(
+        f"            ES requests {e['es_requests']:,} ({e['es_requests_per_key']} per key)  "
+        f"latency p50/p99 {latency}"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,214 @@
+"""Bulk-write keyed documents with ``refresh=wait_for`` and sort every item's outcome.
+
+The indexers write source documents and the enricher writes enriched ones
+through this one module. Each item ends in exactly one of three places:
+
+- **confirmed**: Elasticsearch indexed it and, because of ``refresh=wait_for``,
+  it is searchable (the indexer acks it);
+- **dead**: Elasticsearch rejected it for good (a mapping conflict, a malformed
+  document): it goes to the dead-letter topic with Elasticsearch's reason;
+- **stale**: the document carries an external version and Elasticsearch
+  already holds a newer one (a replay of older data): nothing to write, no ack;
+- **retried**: a 429, a 5xx or a connection failure; the items still pending
+  are sent again with exponential backoff (:mod:`fusion.runtime.retry`), and if the
+  budget runs out :class:`IndexingError` fails the micro-batch, which Spark
+  replays from its checkpoint.
+
+Replays are safe: ``_id`` is the join key, and with a version the write is
+``version_type=external_gte``, so the same version rewrites the same content
+and an older one can never overwrite a newer document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from elasticsearch import Elasticsearch, helpers
+
+from fusion.core.errors import ExitCode, FusionError
+from fusion.core.events import DeadLetter, Stage
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.retry import (
+    TRANSIENT_STATUS,
+    RetryBudgetExceeded,
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+)
+
+VERSION_CONFLICT = 409
+
+
+class IndexingError(FusionError):
+    """Elasticsearch kept failing transiently until the retry budget ran out."""
+
+    exit_code = ExitCode.UNAVAILABLE
+
+    def __init__(self, index: str, pending: int, detail: str) -> None:
+        self.index = index
+        self.pending = pending
+        super().__init__(
+            f"{pending} document(s) for {index} still failing after all retries ({detail})"
+        )
+
+
+class Document(Protocol):
+    """A document to write under ``_id`` = ``key``, and the Kafka record it came from."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def doc(self) -> dict[str, Any]: ...
+    @property
+    def where(self) -> tuple[str, int, int]: ...
+    @property
+    def original(self) -> bytes: ...
+    @property
+    def version(self) -> int | None:
+        """External version (newer data, higher number), or None for last-write-wins."""
+        ...
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """A document Elasticsearch indexed, with the coordinates the ack carries."""
+
+    record: Document
+    index: str
+    seq_no: int
+    primary_term: int
+    version: int
+
+
+@dataclass
+class WriteResult:
+    confirmed: list[Confirmed] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+    stale: list[Document] = field(default_factory=list)
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where documents go, and how failures are attributed in dead letters."""
+
+    index: str
+    stage: Stage
+    source: str | None
+    chunk_size: int
+    # Source documents must be searchable before they are acked; enriched ones
+    # need not wait for a refresh to count as written.
+    wait_for_refresh: bool = True
+
+
+def write_documents(
+    es: Elasticsearch,
+    target: Target,
+    records: Iterable[Document],
+    retry: RetryPolicy | None = None,
+    metrics: Metrics | None = None,
+) -> WriteResult:
+    """Index ``records`` into ``target.index``; see the module docstring for the outcomes."""
+    pending: dict[str, Document] = {record.key: record for record in records}
+    result = WriteResult()
+
+    def one_pass() -> None:
+        _send(es, target, pending, result)
+
+    try:
+        call_with_retries(
+            one_pass, f"bulk write to {target.index}", retry or RetryPolicy(), metrics
+        )
+    except RetryBudgetExceeded as exc:
+        raise IndexingError(target.index, len(pending), exc.detail) from None
+    return result
+
+
+def _send(
+    es: Elasticsearch, target: Target, pending: dict[str, Document], result: WriteResult
+) -> None:
+    """One pass over ``pending``: settle what can be settled, raise Transient for the rest."""
+    if not pending:
+        return
+    last_error = ""
+    records = list(pending.values())
+    result.requests += -(-len(records) // target.chunk_size)
+    outcomes = helpers.streaming_bulk(
+        es,
+        bulk_actions(target.index, records),
+        chunk_size=target.chunk_size,
+        max_chunk_bytes=50 * 1024 * 1024,
+        refresh="wait_for" if target.wait_for_refresh else "false",
+        raise_on_error=False,
+        raise_on_exception=False,
+        max_retries=0,
+    )
+    # A broken connection raises out of here; call_with_retries retries it, and the
+    # items settled before it stay settled (they left ``pending``).
+    for record, (ok, item) in zip(records, outcomes, strict=True):
+        last_error = _settle(target, record, ok, item, pending, result) or last_error
+    if pending:
+        raise Transient(last_error)
+
+
+def _settle(
+    target: Target,
+    record: Document,
+    ok: bool,
+    item: dict[str, Any],
+    pending: dict[str, Document],
+    result: WriteResult,
+) -> str:
+    """File one item's outcome; return the error text of a transient failure, else ''."""
+    outcome: dict[str, Any] = item.get("index", item)
+    status = outcome.get("status")
+    if not ok and (not isinstance(status, int) or status in TRANSIENT_STATUS):
+        return f"status {status}: {_reason(outcome)}"
+    del pending[record.key]
+    if ok:
+        result.confirmed.append(
+            Confirmed(
+                record,
+                outcome["_index"],
+                outcome["_seq_no"],
+                outcome["_primary_term"],
+                outcome["_version"],
+            )
+        )
+    elif status == VERSION_CONFLICT and record.version is not None:
+        result.stale.append(record)
+    else:
+        result.dead.append(
+            DeadLetter.of(
+                f"rejected by Elasticsearch: {_reason(outcome)}",
+                target.stage,
+                target.source,
+                record.where,
+                record.original,
+                record.key,
+            )
+        )
+    return ""
+
+
+def _reason(outcome: dict[str, Any]) -> str:
+    error = outcome.get("error") or outcome.get("exception") or "unknown error"
+    if isinstance(error, dict):
+        return f"{error.get('type', 'error')}: {error.get('reason', '')}".strip()
+    return str(error)
+
+
+def bulk_actions(index: str, records: Iterable[Document]) -> Iterable[dict[str, Any]]:
+    """One bulk ``index`` action per record, ``_id`` = key; the record is not modified."""
+    for record in records:
+        action: dict[str, Any] = {
+            "_op_type": "index",
+            "_index": index,
+            "_id": record.key,
+            "_source": record.doc,
+        }
+        if record.version is not None:
+            action |= {"version": record.version, "version_type": "external_gte"}
+        yield action

@@ -1,0 +1,254 @@
+"""The Spark wiring every stage shares: reading Kafka, starting a query, and its driver side.
+
+A stage is a foreachBatch query whose per-record work runs in executor tasks
+(:mod:`fusion.runtime.tasks`). Its driver side, :class:`BatchStage`, does per micro-batch:
+
+1. map the batch with the stage's task function (``mapInArrow``), one task
+   per input partition; the tasks write Elasticsearch and publish their own
+   Kafka records exactly once;
+2. add up what the tasks counted: a few ``(name, value, executor)`` rows per
+   task, the only data of a batch the driver ever holds;
+3. commit the batch on the driver's own transactional id: a marker with the
+   stage's cumulative counts, plus the batch's end offsets as the stage's
+   consumer-group offsets. Another process that runs the same query fences
+   this one (:class:`~fusion.runtime.exactly_once.FencedError`), and ``fusion status``
+   reads every component's counts and lag from Kafka, whichever process runs it.
+
+Spark commits the batch after the handler returns; a replay after a crash
+finds the tasks' and the driver's markers and neither writes nor counts twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import TopicPartition
+from py4j.protocol import Py4JJavaError
+
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ExitCode, FusionError
+from fusion.runtime import tasks
+from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, query_id
+from fusion.runtime.exactly_once import TransactionalOutput
+from fusion.runtime.metrics import Metrics
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+KAFKA_ALERT = "kafka"
+KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exceeded))(: .*)?$")
+_JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "pyspark.errors.")
+
+
+class StageError(FusionError):
+    """A stage's micro-batch failed in its tasks; the message is the first cause worth reading."""
+
+    exit_code = ExitCode.QUERY_FAILED
+
+    def __init__(self, query: str, detail: str) -> None:
+        self.query = query
+        self.detail = detail
+        super().__init__(f"micro-batch of {query} failed: {detail}")
+
+
+def root_cause(text: str) -> str:
+    """The most telling line of a Spark error's text (a Java stack trace with Python inside).
+
+    The innermost Python exception raised by Fusion or a library it calls,
+    else the first line of the text.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = [
+        line for line in lines if _EXCEPTION_LINE.match(line) and not line.startswith(_JVM_PACKAGES)
+    ]
+    return (found[-1] if found else lines[0] if lines else "no message")[:500]
+
+
+def read_kafka(spark: SparkSession, config: PipelineConfig, *topics: str) -> DataFrame:
+    """A streaming read of ``topics``: committed records only (``read_committed``), from the start.
+
+    ``failOnDataLoss`` is off so that a topic whose old records retention already
+    deleted does not stop the pipeline; ``fusion reconcile`` covers such gaps.
+    One Spark partition per Kafka partition (no ``minPartitions``): the tasks'
+    transactional ids are derived from the Kafka partition they read.
+    """
+    options = config.kafka.as_spark_options() | {
+        "subscribe": ",".join(topics),
+        "startingOffsets": "earliest",
+        "kafka.isolation.level": "read_committed",
+        "maxOffsetsPerTrigger": str(config.pipeline.max_offsets_per_trigger),
+        "failOnDataLoss": "false",
+        # A broker restart must not fail the query: keep asking for offsets, once a
+        # second, for as long as the stages retry Elasticsearch.
+        "fetchOffset.numRetries": str(int(config.pipeline.retry_budget_seconds)),
+        "fetchOffset.retryIntervalMs": "1000",
+    }
+    return spark.readStream.format("kafka").options(**options).load()
+
+
+def start_foreach_batch(
+    stream: DataFrame, stage: BatchStage, conf: Mapping[str, str] | None = None
+) -> StreamingQuery:
+    """Start ``stream`` into ``stage``, checkpointed under ``<checkpoint_dir>/<stage.name>``.
+
+    The stage's transactional id is claimed first: if another process runs
+    the same query, that one is fenced off now and fails at its next batch.
+    ``conf``: Spark SQL settings for this query alone (a query reads the
+    session's settings once, when it starts).
+    """
+    config = stage.config
+    stage.lease.last_marker()
+    checkpoint = config.checkpoint(stage.name)
+    settings = dict(conf or {})
+    if is_local(checkpoint):
+        # Hadoop's FileContext API renames through symlink checks that, on a local
+        # disk without Hadoop's native library, start a `readlink` process per
+        # file: dozens a second with six queries. A local rename is atomic anyway.
+        settings.setdefault(CHECKPOINT_MANAGER, LOCAL_CHECKPOINT_MANAGER)
+    writer = (
+        stream.writeStream.queryName(f"{config.name}-{stage.name}")
+        .foreachBatch(stage)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=config.pipeline.trigger_interval)
+    )
+    with session_conf(stream.sparkSession, settings):
+        return writer.start()
+
+
+CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+LOCAL_CHECKPOINT_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
+
+
+def is_local(uri: str) -> bool:
+    """A path, or a ``file:`` URI."""
+    return "://" not in uri or uri.startswith("file:")
+
+
+@contextlib.contextmanager
+def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """Set ``conf`` on the session while the block runs, then restore what was there."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+class BatchStage:
+    """The driver side of a stage's foreachBatch (see the module docstring).
+
+    Subclasses name the query (``name``), their crash points (``points``) and
+    give the task function (:meth:`work`) and the columns it reads (:meth:`columns`).
+    """
+
+    def __init__(self, config: PipelineConfig, metrics: Metrics, name: str, points: str) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.name = name
+        self.points = points
+        self.lease = TransactionalOutput(
+            config.kafka,
+            f"fusion-{config.name}-{name}",
+            config.markers_topic,
+            config.pipeline.retry_budget_seconds,
+            f"{points}.driver",
+            on_retry=lambda message: metrics.alert(KAFKA_ALERT, message),
+        )
+        self._query: str | None = None
+        self._totals: dict[str, int] | None = None
+        self._positions: dict[tuple[str, int], int] | None = None
+
+    def work(self) -> tasks.Work:
+        raise NotImplementedError
+
+    def columns(self, batch: DataFrame) -> DataFrame:
+        return batch.select(*KAFKA_COLUMNS)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        files = CheckpointFiles(batch.sparkSession, self.config.checkpoint(self.name))
+        query = self._query_id(files)
+        job = tasks.Job(self.config, self.name, self.points, query, batch_id)
+        try:
+            rows = run_tasks(self.columns(batch), tasks.partition_function(job, self.work()))
+        except Py4JJavaError as exc:
+            raise _short(self.name, exc) from None
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row.name] = counts.get(row.name, 0) + row.value
+        self._commit(files, query, batch_id, counts, rows)
+
+    def _commit(
+        self, files: CheckpointFiles, query: str, batch_id: int, counts: dict[str, int], rows: Any
+    ) -> None:
+        ends = batch_offsets(files, batch_id)
+        positions = ends[1] if ends else {}
+        if not counts and positions == self._positions:
+            return  # an idle trigger (the counter's timers run one): nothing to commit
+        totals = self._cumulative(query)
+        if self.lease.committed(query, batch_id) is not None:
+            return  # a replay of a batch this stage finished and counted already
+        offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
+        merged = {name: totals.get(name, 0) + counts.get(name, 0) for name in totals | counts}
+        self.lease.publish(query, batch_id, [], merged, offsets, take_over=False)
+        self.metrics.clear_alert(KAFKA_ALERT)
+        self._totals = merged
+        self._positions = positions
+        self.metrics.add_all(counts)
+        for row in rows:
+            self.metrics.add_executor(row.executor, row.name, row.value)
+
+    def _query_id(self, files: CheckpointFiles) -> str:
+        if self._query is None:
+            found = query_id(files)
+            if found is None:
+                raise RuntimeError(f"no query metadata in {files.uri}")
+            self._query = found
+        return self._query
+
+    def _cumulative(self, query: str) -> dict[str, int]:
+        """The stage's counts so far: from its marker when the query (re)started."""
+        if self._totals is None:
+            marker = self.lease.last_marker()
+            same = marker is not None and marker.query == query
+            self._totals = dict(marker.counts) if marker is not None and same else {}
+        return self._totals
+
+
+def _short(query: str, error: Py4JJavaError) -> Exception:
+    """The error to fail the micro-batch with: one readable line, not a stack trace.
+
+    Spark matches the text of a foreachBatch error with a regular expression
+    that recurses per character (``StreamExecution.PROXY_ERROR``) and
+    overflows the JVM's stack on a long trace; a short text also reads better.
+    A job cancelled because the query is being stopped keeps the words by
+    which Spark recognises an interruption.
+    """
+    text = str(error)
+    if any(sign in text for sign in ("InterruptedException", "SPARK_JOB_CANCELLED")):
+        return InterruptedError(
+            "py4j.protocol.Py4JJavaError: An error occurred while calling collectToPython: "
+            "java.lang.InterruptedException (the query is stopping)"
+        )
+    return StageError(query, root_cause(text))
+
+
+def run_tasks(frame: DataFrame, function: Any) -> list[Any]:
+    """Run ``function`` over every partition of ``frame`` on the executors; their counts.
+
+    The collect brings back the tasks' summaries (a few rows per task, see
+    :mod:`fusion.runtime.tasks`), never a record of the batch.
+    """
+    return frame.mapInArrow(function, tasks.RESULT_SCHEMA).collect()

@@ -1,0 +1,88 @@
+"""The sustained-load benchmark's verdict and data shape (pure parts, no servers)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from fusion.bench.sustain import Seen, Sent, judge, quantiles, steady_dataset
+from fusion.core.config import PipelineConfig
+
+RATE, SECONDS, SOURCES = 100.0, 30.0, 4
+
+
+def _sent(keys: int = 10) -> Sent:
+    names = [f"S-{i}" for i in range(keys)]
+    return Sent(RATE, names, 1000.0, SECONDS, {k: 1000.0 + i for i, k in enumerate(names)})
+
+
+def _seen(sent: Sent, backlog: dict[float, int], found: int | None = None) -> Seen:
+    keys = sent.keys[: len(sent.keys) if found is None else found]
+    enriched = {k: sent.last_send[k] + 2.0 for k in keys}
+    samples = [(sent.first + t, n) for t, n in backlog.items()]
+    return Seen(enriched, samples, 5.0, lookups=3, enriched=len(keys))
+
+
+def test_a_steady_backlog_is_sustained_with_its_latency_and_requests_per_key() -> None:
+    sent = _sent()
+    step = judge(sent, _seen(sent, {12: 900, 18: 1000, 24: 950, 28: 1100}), SOURCES)
+
+    assert step.sustained, step.why
+    assert step.latency_p50 == step.latency_p99 == 2.0
+    assert step.requests_per_key == 0.3
+    assert (step.backlog_middle, step.backlog_last) == (1000, 1100)
+
+
+def test_a_growing_backlog_is_not_sustained() -> None:
+    sent = _sent()
+    # Slack is two seconds of input (800 records); 1.5 x 1000 + 800 < 2400.
+    step = judge(sent, _seen(sent, {12: 600, 18: 1000, 24: 1800, 28: 2400}), SOURCES)
+
+    assert not step.sustained
+    assert "backlog grew from 1,000 to 2,400" in step.why
+
+
+def test_the_backlog_of_the_first_third_does_not_count() -> None:
+    sent = _sent()
+    step = judge(sent, _seen(sent, {2: 50_000, 12: 1000, 28: 1000}), SOURCES)
+
+    assert step.sustained, step.why
+
+
+def test_keys_not_enriched_in_time_fail_the_step_whatever_the_backlog() -> None:
+    sent = _sent()
+    step = judge(sent, _seen(sent, {12: 0, 28: 0}, found=7), SOURCES)
+
+    assert not step.sustained
+    assert step.why.startswith("3 keys not enriched")
+    assert step.enriched == 7
+
+
+def test_quantiles_span_the_ordered_values() -> None:
+    values = [float(v) for v in range(1000)]
+
+    points = quantiles(values, 200)
+
+    assert len(points) == 200 and points[0] == 0.0 and points[-1] == 995.0
+    assert points == sorted(points)
+    assert quantiles([], 10) == []
+
+
+def test_steady_data_sends_each_keys_records_within_about_a_second() -> None:
+    config = PipelineConfig.model_validate(
+        {
+            "pipeline": {"name": "s", "key_field": "id"},
+            "sources": [{"name": f"s{i}", "topic": f"t{i}"} for i in range(SOURCES)],
+        }
+    )
+    data = steady_dataset(config, rate=50, seconds=4, seed=7, prefix="S1")
+
+    positions: dict[str, list[int]] = defaultdict(list)
+    for position, (_, key, _) in enumerate(data.records):
+        positions[key].append(position)
+    assert len(data.expected) == 200 and len(data.records) == 200 * SOURCES
+    per_second = 50 * SOURCES
+    # A key's records fall in at most two neighbouring one-second windows.
+    assert all(max(p) - min(p) < 2 * per_second for p in positions.values())
+    # ...in random order: not always in source order.
+    orders = {tuple(data.records[i][0] for i in sorted(p)) for p in positions.values()}
+    assert len(orders) > 1

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import copy
+
+from fusion.enricher.document import FoundDoc, build_enriched, missing_sources
+
+
+def test_enriched_document_shape() -> None:
+    found = {
+        "insurance": FoundDoc({"txn_id": "T-1", "provider": "AXA"}, 3),
+        "billing": FoundDoc({"txn_id": "T-1", "amount": 12.5}, 1),
+    }
+
+    doc = build_enriched("txn_id", "T-1", found, "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z")
+
+    assert doc == {
+        "txn_id": "T-1",
+        "billing": {"txn_id": "T-1", "amount": 12.5},
+        "insurance": {"txn_id": "T-1", "provider": "AXA"},
+        "fusion": {
+            "fired_at": "2026-01-01T00:00:00Z",
+            "enriched_at": "2026-01-01T00:00:01Z",
+            "complete": True,
+            "missing": [],
+            "versions": {"billing": 1, "insurance": 3},
+        },
+    }
+
+
+def test_a_partial_document_says_what_it_lacks() -> None:
+    found = {"billing": FoundDoc({"txn_id": "T-1", "amount": 12.5}, 4)}
+
+    doc = build_enriched("txn_id", "T-1", found, "a", "b", missing=["treatment", "insurance"])
+
+    assert doc["fusion"]["complete"] is False
+    assert doc["fusion"]["missing"] == ["insurance", "treatment"]
+    assert "insurance" not in doc
+
+
+def test_source_documents_are_copied_not_shared() -> None:
+    record = {"txn_id": "T-1", "nested": {"x": 1}}
+    found = {"billing": FoundDoc(record, 1), "insurance": FoundDoc({"txn_id": "T-1"}, 1)}
+    before = copy.deepcopy(record)
+
+    doc = build_enriched("txn_id", "T-1", found, "a", "b")
+    doc["billing"]["nested"]["x"] = 99
+
+    assert record == before
+
+
+def test_missing_sources_in_config_order() -> None:
+    found = {"billing": FoundDoc({}, 1)}
+
+    assert missing_sources(found, ["billing", "insurance", "medicine"]) == ["insurance", "medicine"]

@@ -1,0 +1,55 @@
+"""Building the JVM counter's jar: cached by source digest, one-line errors when it cannot be."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from fusion import jvm
+from fusion.core.errors import ToolMissingError
+
+
+def test_without_javac_the_error_says_to_install_a_jdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    with pytest.raises(ToolMissingError, match=r"javac not found on PATH: .*install a JDK 17"):
+        jvm.counter_jar(tmp_path / "home")
+
+
+@pytest.fixture
+def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty source tree in place of Fusion's own."""
+    package = tmp_path / "src" / "fusion" / "counter"
+    package.mkdir(parents=True)
+    monkeypatch.setattr(jvm, "SOURCES", tmp_path / "src")
+    return package
+
+
+def test_a_compile_error_is_one_line_naming_the_javac_error(tmp_path: Path, sources: Path) -> None:
+    (sources / "Broken.java").write_text(
+        "package fusion.counter; class Broken { int x = ; }\n"
+    )
+
+    with pytest.raises(jvm.CompileError, match=r"Broken\.java:1: error: illegal start") as caught:
+        jvm.counter_jar(tmp_path / "home")
+    assert "\n" not in str(caught.value)
+    assert not list((tmp_path / "home" / "artifacts").glob("*.jar"))  # nothing half-built
+
+
+def test_the_jar_is_built_once_per_source_digest(tmp_path: Path, sources: Path) -> None:
+    (sources / "Tiny.java").write_text("package fusion.counter; public class Tiny {}\n")
+
+    jar = jvm.counter_jar(tmp_path / "home")
+    assert "fusion/counter/Tiny.class" in zipfile.ZipFile(jar).namelist()
+    built = jar.stat().st_mtime_ns
+    assert jvm.counter_jar(tmp_path / "home").stat().st_mtime_ns == built  # cached
+
+    (sources / "Tiny.java").write_text(
+        "package fusion.counter; public class Tiny { int x; }\n"
+    )
+    assert jvm.counter_jar(tmp_path / "home") != jar  # a changed source, a new jar

@@ -1,0 +1,45 @@
+"""retry_kafka: again while Kafka says "not now", Kafka's own error when it says "no"."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from fusion.runtime.kafka_calls import retry_kafka
+
+
+def _failing(*codes: int) -> tuple[list[int], object]:
+    calls: list[int] = []
+
+    def call() -> str:
+        calls.append(1)
+        if len(calls) <= len(codes):
+            raise KafkaException(KafkaError(codes[len(calls) - 1], "nope"))
+        return "done"
+
+    return calls, call
+
+
+def test_not_now_is_retried_and_said() -> None:
+    calls, call = _failing(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TRANSPORT)
+    said: list[str] = []
+
+    assert retry_kafka(call, budget=30, what="a marker", on_retry=said.append) == "done"  # type: ignore[arg-type]
+    assert len(calls) == 3 and len(said) == 2
+    assert said[0].startswith("Kafka unavailable, retrying a marker: ")
+
+
+def test_a_refusal_is_raised_at_once() -> None:
+    calls, call = _failing(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+
+    with pytest.raises(KafkaException) as raised:
+        retry_kafka(call, budget=30, what="a marker")  # type: ignore[arg-type]
+    assert len(calls) == 1 and raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_when_the_budget_runs_out_kafkas_own_error_is_raised() -> None:
+    calls, call = _failing(*[KafkaError._ALL_BROKERS_DOWN] * 100)
+
+    with pytest.raises(KafkaException) as raised:
+        retry_kafka(call, budget=1, what="a marker")  # type: ignore[arg-type]
+    assert 2 <= len(calls) <= 4 and raised.value.args[0].code() == KafkaError._ALL_BROKERS_DOWN

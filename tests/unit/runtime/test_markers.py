@@ -1,0 +1,46 @@
+"""A writer's batch marker, the config file another process reads, the latency histogram."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from fusion.core.config import PipelineConfig
+from fusion.core.config_file import write_config
+from fusion.runtime.exactly_once import Marker
+from fusion.runtime.metrics import Metrics, histogram_percentiles, latency_bucket
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "healthcare.toml"
+
+
+def test_a_marker_survives_its_round_trip_through_offset_metadata() -> None:
+    marker = Marker("query-1", 41, {"indexer.billing.indexed": 7, "es.retries": 2})
+
+    assert Marker.from_metadata(marker.to_metadata()) == marker
+    assert len(marker.to_metadata()) < 4096  # Kafka's default offset.metadata.max.bytes
+    assert Marker.from_metadata("") is None and Marker.from_metadata('{"q": 1}') is None
+
+
+def test_a_written_config_reads_back_equal_with_its_secrets(tmp_path: Path) -> None:
+    config = PipelineConfig.load(
+        EXAMPLE, env={"FUSION_ES_PASSWORD": "s3cret", "FUSION_KAFKA_SASL_PASSWORD": "k3y"}
+    )
+    path = write_config(config, tmp_path / "copy.toml")
+
+    assert PipelineConfig.load(path, env={}) == config
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it holds the secrets in clear
+
+
+def test_latencies_add_up_as_a_histogram() -> None:
+    one, two = Metrics(), Metrics()
+    for seconds in (0.2, 0.4, 0.9):
+        one.observe_latency(seconds)
+    two.observe_latency(12.0)
+    total = Metrics()
+    total.add_all(one.counts())
+    total.add_all(two.counts())
+
+    spread = histogram_percentiles(total.counts())
+
+    assert latency_bucket(0.2) == "latency.le_0.25" and latency_bucket(1e9) == "latency.le_inf"
+    assert (spread["p50"], spread["p99"], spread["count"]) == (0.5, 15.0, 4)

@@ -1,0 +1,49 @@
+"""A Spark error (a Java stack trace with Python inside) becomes one readable line."""
+
+from __future__ import annotations
+
+from fusion.pipeline import QueryFailedError
+from fusion.runtime.stage import root_cause
+
+TASK_FAILURE = """An error occurred while calling o365.collectToPython.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times, most recent failure: Lost task 0.3 in stage 3.0: org.apache.spark.api.python.PythonException: Traceback (most recent call last):
+  File "/work/fusion/tasks.py", line 95, in run
+    counts = work(job, pa.Table.from_batches(received))
+  File "/work/indexers/task.py", line 80, in index_records
+    written = write_documents(
+fusion.runtime.bulk.IndexingError: 1 document(s) for p-a still failing after all retries (status 503: x)
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:624)
+\tat org.apache.spark.scheduler.Task.run(Task.scala:147)
+Caused by: java.io.EOFException
+"""  # noqa: E501
+
+WORKER_DIED = """An error occurred while calling o1.collectToPython.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 0.0 failed 4 times: org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)
+\tat org.apache.spark.api.python.BasePythonRunner.x(PythonRunner.scala:1)
+Caused by: java.io.EOFException
+"""  # noqa: E501
+
+
+def test_the_innermost_python_error_is_the_cause() -> None:
+    assert root_cause(TASK_FAILURE) == (
+        "fusion.runtime.bulk.IndexingError: 1 document(s) for p-a still failing after all retries "
+        "(status 503: x)"
+    )
+
+
+def test_without_a_python_error_the_first_line_says_what_happened() -> None:
+    assert root_cause(WORKER_DIED) == "An error occurred while calling o1.collectToPython."
+
+
+def test_a_query_failure_is_one_line_and_fencing_is_named_as_such() -> None:
+    failed = QueryFailedError.of("p-indexer-a", "[FOREACH_BATCH] ...\n" + TASK_FAILURE)
+    fenced = QueryFailedError.of(
+        "p-enricher", "... fusion.runtime.exactly_once.FencedError: another ..."
+    )
+    concurrent = QueryFailedError.of(
+        "p-counter", "Multiple streaming queries are concurrently using /x"
+    )
+
+    assert "\n" not in str(failed) and "still failing after all retries" in str(failed)
+    assert "another process runs the same query" in str(fenced)
+    assert "another process runs the same query" in str(concurrent)
