@@ -36,6 +36,7 @@ from elasticsearch import Elasticsearch, helpers
 
 from acks.contract import Ack
 from fusion import pipeline
+from fusion.bench import naive
 from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.process import PipelineProcess
 from fusion.core.config import PipelineConfig
@@ -43,8 +44,7 @@ from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings
 from fusion.enricher.document import FoundDoc, build_enriched
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
-from fusion.ops import status
-from fusion.runtime import clients, topology
+from fusion.runtime import clients, lag, topology
 from fusion.runtime.metrics import percentiles
 from fusion.runtime.producer import Publisher
 
@@ -128,8 +128,9 @@ def run_mode(
             time.sleep(0.5)
         # The documents are searchable before their batch commits; its counts come
         # with the commit, so stop only once every query committed all its input.
-        stages = pipeline.select(config, only).queries(config)
-        while status.behind(config, stages) > 0:
+        selection = naive.selection() if only else pipeline.select(config, None)
+        stages = selection.queries(config)
+        while lag.behind(config, stages) > 0:
             run.check()
             time.sleep(0.5)
         summary = run.stop()

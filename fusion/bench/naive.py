@@ -25,6 +25,7 @@ from fusion.core.config import PipelineConfig, SourceConfig
 from fusion.core.events import DeadLetter, dead_letter_records, now_iso
 from fusion.enricher.document import FoundDoc, build_enriched, enriched_version
 from fusion.enricher.task import EnrichedDoc, enriched_records
+from fusion.pipeline import Selection
 from fusion.runtime.bulk import Confirmed, Target, write_documents
 from fusion.runtime.exactly_once import OutRecord
 from fusion.runtime.metrics import Metrics
@@ -179,6 +180,11 @@ class NaiveMatcher:
         except NotFoundError:
             return None
         return FoundDoc(hit["_source"], hit["_version"])
+
+
+def selection() -> Selection:
+    """What ``fusion run --only naive`` runs: this query, instead of the stages."""
+    return Selection((), False, False, instead=("naive", start_naive))
 
 
 def start_naive(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:

@@ -54,8 +54,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import ExitCode, FusionError
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.ops import status
-from fusion.runtime import clients, topology
+from fusion.runtime import clients, lag, topology
 from fusion.runtime.metrics import percentiles
 
 SAMPLE_SECONDS = 2.0
@@ -266,7 +265,7 @@ class StepMeter:
 
     def _sample(self, samples: list[tuple[float, int]], done: threading.Event) -> None:
         while not done.wait(SAMPLE_SECONDS):
-            samples.append((time.time(), status.behind(self.config, self.stages)))
+            samples.append((time.time(), lag.behind(self.config, self.stages)))
 
     def _drain(self, keys: list[str]) -> tuple[float, dict[str, float]]:
         """Wait until every key is enriched and every query committed its input."""
@@ -295,11 +294,11 @@ class StepMeter:
 
     def _caught_up(self, keys: list[str]) -> bool:
         enriched = len(self.enriched.of(keys)) == len(keys)
-        return enriched and status.behind(self.config, self.stages) == 0
+        return enriched and lag.behind(self.config, self.stages) == 0
 
     def _requests(self) -> tuple[int, int]:
         """The enricher's cumulative (lookups, enriched keys) from its last committed marker."""
-        marker = status.stage_markers(self.config, "enricher")["enricher"][0]
+        marker = lag.stage_markers(self.config, "enricher")["enricher"][0]
         counts = marker.counts if marker is not None else {}
         return counts.get("enricher.es_requests", 0), counts.get("enricher.enriched", 0)
 

@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fusion import pipeline
+from fusion.bench import naive
 from fusion.bench.generator import GenOptions, build_dataset, produce, write_expected
 from fusion.bench.process import STARTED
 from fusion.cli import failures
@@ -205,7 +206,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             raise ConfigError("--metrics-port", "", f"{args.metrics_port} is not a port (0-65535)")
         endpoint = config.metrics.model_copy(update={"port": args.metrics_port})
         config = config.model_copy(update={"metrics": endpoint})
-    selection = pipeline.select(config, args.only)
+    # The benchmark's naive baseline is no stage of the pipeline: it says what it runs.
+    selection = naive.selection() if args.only == "naive" else pipeline.select(config, args.only)
     metrics = Metrics()
     interrupted = False
     try:

@@ -32,114 +32,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from fusion.core.connections import ElasticsearchSettings as ElasticsearchSettings
+from fusion.core.connections import KafkaSettings as KafkaSettings
 from fusion.core.errors import ConfigError
 
-KafkaSecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 StateStore = Literal["rocksdb", "hdfs"]
 LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG", "TRACE"]
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
-
-_JAAS_MODULES = {
-    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
-}
-
-
-class KafkaSettings(BaseModel):
-    """How to reach Kafka, for confluent-kafka clients and Spark's connector alike."""
-
-    model_config = _STRICT
-
-    bootstrap: str = "127.0.0.1:9092"
-    security_protocol: KafkaSecurityProtocol = "PLAINTEXT"
-    sasl_mechanism: SaslMechanism | None = None
-    sasl_username: str | None = None
-    sasl_password: SecretStr | None = None
-    ssl_ca_location: str | None = None
-    client_options: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("bootstrap")
-    @classmethod
-    def _check_bootstrap(cls, value: str) -> str:
-        for server in value.split(","):
-            host, _, port = server.strip().rpartition(":")
-            if not host or not port.isdigit():
-                raise ValueError(f"expected host:port[,host:port...], got {value!r}")
-        return value
-
-    def as_librdkafka_options(self) -> dict[str, str]:
-        """Options for confluent-kafka's Producer, Consumer and AdminClient."""
-        options = {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol}
-        if self.sasl_mechanism:
-            options["sasl.mechanism"] = self.sasl_mechanism
-        if self.sasl_username:
-            options["sasl.username"] = self.sasl_username
-        if self.sasl_password:
-            options["sasl.password"] = self.sasl_password.get_secret_value()
-        if self.ssl_ca_location:
-            options["ssl.ca.location"] = self.ssl_ca_location
-        return options | self.client_options
-
-    def as_spark_options(self) -> dict[str, str]:
-        """``kafka.``-prefixed options for Spark's Kafka source and sink (Java client names)."""
-        options = {
-            "kafka.bootstrap.servers": self.bootstrap,
-            "kafka.security.protocol": self.security_protocol,
-        }
-        if self.sasl_mechanism:
-            options["kafka.sasl.mechanism"] = self.sasl_mechanism
-            password = self.sasl_password.get_secret_value() if self.sasl_password else ""
-            options["kafka.sasl.jaas.config"] = (
-                f"{_JAAS_MODULES[self.sasl_mechanism]} required "
-                f'username="{self.sasl_username or ""}" password="{password}";'
-            )
-        if self.ssl_ca_location:
-            # The same PEM file librdkafka reads; Java's default truststore type is JKS.
-            options["kafka.ssl.truststore.type"] = "PEM"
-            options["kafka.ssl.truststore.location"] = self.ssl_ca_location
-        return options
-
-
-class ElasticsearchSettings(BaseModel):
-    """How to reach Elasticsearch."""
-
-    model_config = _STRICT
-
-    url: str = "http://127.0.0.1:9200"
-    api_key: SecretStr | None = None
-    username: str | None = None
-    password: SecretStr | None = None
-    ca_certs: str | None = None
-    verify_certs: bool = True
-    request_timeout: float = Field(default=30.0, gt=0)
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/")
-
-    def as_client_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``elasticsearch.Elasticsearch``."""
-        options: dict[str, Any] = {
-            "hosts": [self.url],
-            "request_timeout": self.request_timeout,
-            "verify_certs": self.verify_certs,
-        }
-        if self.api_key:
-            options["api_key"] = self.api_key.get_secret_value()
-        elif self.username:
-            password = self.password.get_secret_value() if self.password else ""
-            options["basic_auth"] = (self.username, password)
-        if self.ca_certs:
-            options["ca_certs"] = self.ca_certs
-        return options
 
 
 def local_task_slots() -> int:

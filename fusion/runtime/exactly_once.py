@@ -31,11 +31,9 @@ first, which then fails with :class:`FencedError`).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -45,6 +43,7 @@ from fusion.core.settings import KafkaSettings
 from fusion.runtime import clients
 from fusion.runtime.faults import crash_point
 from fusion.runtime.kafka_calls import Stuck, retry_kafka, watched
+from fusion.runtime.markers import Marker
 from fusion.runtime.producer import produce
 
 OutRecord = tuple[str, str | None, bytes]  # topic, key, value
@@ -78,26 +77,6 @@ class FencedError(FusionError):
             f"another process runs the same query (transactional.id {transactional_id}) "
             "and fenced this one off; run one instance per pipeline component"
         )
-
-
-@dataclass(frozen=True)
-class Marker:
-    """The last batch a writer committed, and what that batch counted."""
-
-    query: str
-    batch: int
-    counts: Mapping[str, int] = field(default_factory=dict)
-
-    def to_metadata(self) -> str:
-        return json.dumps({"q": self.query, "b": self.batch, "c": dict(self.counts)})
-
-    @classmethod
-    def from_metadata(cls, text: str | None) -> Marker | None:
-        try:
-            data = json.loads(text or "")
-            return cls(str(data["q"]), int(data["b"]), dict(data.get("c", {})))
-        except (ValueError, KeyError, TypeError):
-            return None
 
 
 @dataclass(frozen=True)
@@ -281,45 +260,3 @@ class TransactionalOutput:
         if position.offset < 0:
             return metadata, None
         return metadata, Marker.from_metadata(position.metadata)
-
-
-def read_markers(
-    settings: KafkaSettings,
-    markers_topic: str,
-    groups: Mapping[str, Sequence[str]],
-    timeout: float = 30.0,
-) -> dict[str, tuple[Marker | None, dict[tuple[str, int], int]]]:
-    """For each writer group (and the topics it reads): its marker and committed input offsets.
-
-    Read with a consumer of that group, which never joins it (librdkafka's
-    admin call for the same answer crashes while the offsets coordinator loads).
-    """
-    result: dict[str, tuple[Marker | None, dict[tuple[str, int], int]]] = {}
-    for group, topics in groups.items():
-        consumer = clients.kafka_consumer(settings, group)
-        try:
-            metadata = consumer.list_topics(timeout=timeout).topics
-            wanted = [TopicPartition(markers_topic, 0)] + [
-                TopicPartition(topic, partition)
-                for topic in topics
-                if topic in metadata
-                for partition in metadata[topic].partitions
-            ]
-            positions: list[TopicPartition] = retry_kafka(
-                partial(consumer.committed, wanted, timeout=timeout),
-                timeout,
-                "read a batch marker",
-            )
-        finally:
-            consumer.close()
-        marker = None
-        offsets: dict[tuple[str, int], int] = {}
-        for tp in positions:
-            if tp.offset < 0:
-                continue
-            if tp.topic == markers_topic:
-                marker = Marker.from_metadata(tp.metadata)
-            else:
-                offsets[(tp.topic, tp.partition)] = tp.offset
-        result[group] = (marker, offsets)
-    return result

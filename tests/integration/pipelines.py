@@ -16,7 +16,7 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from fusion import pipeline
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.runtime import clients, topology
+from fusion.runtime import clients, topology, watch
 from fusion.runtime.health import HealthWatch
 from fusion.runtime.metrics import Metrics
 
@@ -48,7 +48,7 @@ def run_pipeline(
     metrics = metrics or Metrics()
     pipeline.prepare(config)
     queries = pipeline.start(spark, config, pipeline.select(config, only), metrics)
-    pipeline.run_until(queries, idle_limit, done=lambda: done(metrics), poll=0.2)
+    watch.run_until(queries, idle_limit, done=lambda: done(metrics), poll=0.2)
     return metrics
 
 
@@ -124,7 +124,7 @@ class RunningPipeline:
         self.health = HealthWatch(config, self.metrics).__enter__()
 
     def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
-        pipeline.wait_until(condition, self.queries, timeout, what)
+        watch.wait_until(condition, self.queries, timeout, what)
 
     def stop(self) -> None:
         self.health.__exit__(None, None, None)

@@ -23,8 +23,7 @@ from typing import Any
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.ops import status
-from fusion.runtime import clients, topology
+from fusion.runtime import clients, lag, topology
 from tests.integration.pipelines import doc_count, drop, read_topic, write_config_file
 
 BIN = Path(sys.executable).parent
@@ -120,7 +119,7 @@ def test_status_counts_every_component_across_applications_and_restarts(
         def check() -> bool:
             es.indices.refresh(index=config.enriched_index, ignore_unavailable=True)
             count = doc_count(es, config.enriched_index)
-            return count == want and status.behind(config, STAGES) == 0
+            return count == want and lag.behind(config, STAGES) == 0
 
         return check
 
@@ -133,7 +132,7 @@ def test_status_counts_every_component_across_applications_and_restarts(
         # The enricher goes away; the second wave is indexed and counted meanwhile...
         apps.stop("enricher")
         produce(config, [r for r in data.records if r[1] in waves[1]])
-        wait_for(lambda: status.behind(config, STAGES[:-1]) == 0, "the second wave counted")
+        wait_for(lambda: lag.behind(config, STAGES[:-1]) == 0, "the second wave counted")
         # ...and a new enricher application picks it up: its counts add to the old one's.
         apps.start("enricher")
         wait_for(enriched(len(data.expected)), "the second wave enriched")

@@ -25,7 +25,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.enricher.task import EnrichedDoc
 from fusion.ops import explain, status
-from fusion.runtime import clients
+from fusion.runtime import clients, lag
 from fusion.runtime.bulk import Target, write_documents
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.retry import RetryPolicy
@@ -111,7 +111,7 @@ def story(
                 "L1's complete document",
             )
             run.wait_for(
-                lambda: status.consumer_lag(config, "counter")["counter"] == 0,
+                lambda: lag.consumer_lag(config, "counter")["counter"] == 0,
                 60,
                 "the counter to decide every ack, the re-sent record's too",
             )

@@ -15,10 +15,10 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_utc
 from fusion.core.settings import Settings
-from fusion.ops.status import consumer_lag
-from fusion.pipeline import wait_until
 from fusion.runtime import topology
+from fusion.runtime.lag import consumer_lag
 from fusion.runtime.producer import Publisher
+from fusion.runtime.watch import wait_until
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
 
 MALFORMED = [

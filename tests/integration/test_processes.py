@@ -20,7 +20,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import ExitCode
 from fusion.core.settings import Settings
 from fusion.runtime import clients, topology
-from fusion.runtime.exactly_once import read_markers
+from fusion.runtime.markers import read_markers
 from tests.integration.es_proxy import CountingProxy
 from tests.integration.pipelines import doc_count, drop, source_record, write_config_file
 

@@ -22,7 +22,7 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.counter.state import states
-from fusion.ops import status
+from fusion.runtime import lag
 from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, committed_batches
 from tests.integration.pipelines import RunningPipeline, drop, make_config, read_topic
 
@@ -115,7 +115,7 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
             # query read its input, the counter stays still while the last TTL
             # passes (at least IDLE_TRIGGERS triggers); then an ack it rejects
             # (unknown source: no state of its own) brings that batch.
-            run.wait_for(lambda: status.behind(config, STAGES) == 0, 60, "every input read")
+            run.wait_for(lambda: lag.behind(config, STAGES) == 0, 60, "every input read")
             before, since = _counter_batch(run), time.monotonic()
             run.wait_for(
                 lambda: (

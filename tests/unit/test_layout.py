@@ -68,3 +68,37 @@ def test_no_module_imports_itself_through_others() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+# What each package may import, lowest first: a package imports its own layer or lower.
+LAYERS = [
+    {"fusion.core", "acks"},  # settings, errors, events; the ack contract
+    {"fusion.infra", "fusion.jvm", "fusion.runtime"},  # servers, artifacts, JVM code, Spark/Kafka/ES
+    {"indexers", "fusion.counter", "fusion.enricher"},  # the stages
+    {"fusion.pipeline", "fusion.ops"},  # running the stages; status, explain, reconcile
+    {"fusion.bench", "fusion.cli"},  # the benchmark; the command line
+]
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "fusion" and len(parts) > 1 else parts[0]
+
+
+def test_each_package_imports_only_its_layer_or_lower() -> None:
+    layer_of = {package: i for i, layer in enumerate(LAYERS) for package in layer}
+    wrong = []
+    for module, targets in _graph().items():
+        here = _package(module)
+        if here not in layer_of:
+            continue  # fusion/__init__, fusion/__main__
+        for target in targets:
+            there = _package(target)
+            if there in layer_of and layer_of[there] > layer_of[here]:
+                wrong.append(f"{module} -> {target}")
+    assert not wrong, wrong
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {_package(module) for module in _graph()} - {"fusion", "fusion.__main__"}
+    assert packages <= {package for layer in LAYERS for package in layer}, packages

@@ -157,6 +157,7 @@ def test_checkpoints_go_anywhere_spark_can_write(tmp_path: Path, written: str, u
 def test_the_naive_baseline_is_a_component_the_benchmark_selects_not_a_setting(
     tmp_path: Path,
 ) -> None:
+    from fusion.bench import naive
     from fusion.pipeline import select
 
     with pytest.raises(ConfigError, match=r"pipeline\.mode: unknown key"):
@@ -165,5 +166,5 @@ def test_the_naive_baseline_is_a_component_the_benchmark_selects_not_a_setting(
             MINIMAL.replace('key_field = "visit_id"', 'key_field = "visit_id"\nmode = "naive"'),
         )
     config = _load(tmp_path, MINIMAL)
-    assert select(config, "naive").queries(config) == ["naive"]
+    assert naive.selection().queries(config) == ["naive"]
     assert "naive" not in select(config, None).queries(config)

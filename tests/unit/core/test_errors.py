@@ -79,13 +79,13 @@ def _samples() -> list[FusionError]:
     from fusion.bench.process import PipelineProcessError
     from fusion.bench.sustain import SustainError
     from fusion.jvm import CompileError
-    from fusion.pipeline import QueryFailedError
     from fusion.runtime.bulk import IndexingError
     from fusion.runtime.exactly_once import FencedError, TransactionError
     from fusion.runtime.producer import PublishError
     from fusion.runtime.retry import RetryBudgetExceeded, RetryPolicy
     from fusion.runtime.stage import StageError
     from fusion.runtime.topology import TopologyError
+    from fusion.runtime.watch import QueryFailedError
 
     return [
         *ERRORS,

@@ -31,9 +31,7 @@ def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_compile_error_is_one_line_naming_the_javac_error(tmp_path: Path, sources: Path) -> None:
-    (sources / "Broken.java").write_text(
-        "package fusion.counter; class Broken { int x = ; }\n"
-    )
+    (sources / "Broken.java").write_text("package fusion.counter; class Broken { int x = ; }\n")
 
     with pytest.raises(jvm.CompileError, match=r"Broken\.java:1: error: illegal start") as caught:
         jvm.counter_jar(tmp_path / "home")
@@ -49,7 +47,5 @@ def test_the_jar_is_built_once_per_source_digest(tmp_path: Path, sources: Path) 
     built = jar.stat().st_mtime_ns
     assert jvm.counter_jar(tmp_path / "home").stat().st_mtime_ns == built  # cached
 
-    (sources / "Tiny.java").write_text(
-        "package fusion.counter; public class Tiny { int x; }\n"
-    )
+    (sources / "Tiny.java").write_text("package fusion.counter; public class Tiny { int x; }\n")
     assert jvm.counter_jar(tmp_path / "home") != jar  # a changed source, a new jar

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fusion.core.config import PipelineConfig
 from fusion.core.config_file import write_config
-from fusion.runtime.exactly_once import Marker
+from fusion.runtime.markers import Marker
 from fusion.runtime.metrics import Metrics, histogram_percentiles, latency_bucket
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "healthcare.toml"

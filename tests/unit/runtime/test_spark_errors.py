@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fusion.pipeline import QueryFailedError
 from fusion.runtime.stage import root_cause
+from fusion.runtime.watch import QueryFailedError
 
 TASK_FAILURE = """An error occurred while calling o365.collectToPython.
 : org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times, most recent failure: Lost task 0.3 in stage 3.0: org.apache.spark.api.python.PythonException: Traceback (most recent call last):

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from fusion.pipeline import ctrl_c_stops_at_next_poll
+from fusion.runtime.watch import ctrl_c_stops_at_next_poll
 
 
 def test_the_first_ctrl_c_only_sets_the_event_the_second_interrupts() -> None:

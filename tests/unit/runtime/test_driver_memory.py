@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from fusion.pipeline import _peak_mb
+from fusion.runtime.watch import _peak_mb
 
 
 def test_a_driver_started_by_a_big_process_reports_its_own_peak() -> None:
@@ -14,7 +14,11 @@ def test_a_driver_started_by_a_big_process_reports_its_own_peak() -> None:
     for page in range(0, len(held), 4096):
         held[page] = 1
     child = subprocess.run(
-        [sys.executable, "-c", "from fusion.pipeline import _peak_mb; print(_peak_mb('self'))"],
+        [
+            sys.executable,
+            "-c",
+            "from fusion.runtime.watch import _peak_mb; print(_peak_mb('self'))",
+        ],
         capture_output=True,
         text=True,
         check=True,
