@@ -31,7 +31,7 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.cli.terminal import Tracker
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError, ExitCode
-from fusion.infra.runtime import Endpoints
+from fusion.infra.services import Endpoints
 from fusion.ops import status
 from fusion.runtime import clients, topology
 from fusion.runtime.metrics import Metrics

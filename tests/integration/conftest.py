@@ -31,7 +31,8 @@ from elasticsearch import Elasticsearch
 
 from fusion.core.settings import ElasticsearchSettings, RuntimeSettings, Settings
 from fusion.infra.process import free_port
-from fusion.infra.runtime import Endpoints, LocalRuntime
+from fusion.infra.runtime import LocalRuntime
+from fusion.infra.services import Endpoints
 from fusion.infra.spark import LocalSparkCluster, SparkPorts
 from fusion.runtime import clients
 

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from fusion.bench import burst as bench
+from fusion.bench import report as report_files
 from fusion.core.settings import Settings
 from tests.integration.es_proxy import CountingProxy
 
@@ -55,7 +56,7 @@ def test_request_counts_are_what_the_node_served(settings: Settings, tmp_path: P
     assert counter["acks"] + counter["cold_first_batch"]["acks"] == 2 * KEYS * SOURCES
     assert counter["acks"] > 0 and counter["fired"] == KEYS
 
-    paths = bench.write_report(report, tmp_path)
+    paths = report_files.write_report(report, tmp_path)
 
     assert json.loads(paths[0].read_text())["keys"] == KEYS
     assert f"| naive | {KEYS * SOURCES * (SOURCES - 1)} |" in paths[1].read_text()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from fusion.bench import sustain as bench_sustain
+from fusion.bench import sustain_report
 from fusion.bench.sustain import SustainOptions
 from fusion.core.settings import Settings
 
@@ -38,7 +39,7 @@ def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(
         "requests_per_key": best["requests_per_key"],
     }
 
-    paths = bench_sustain.write_report(report, tmp_path)
+    paths = sustain_report.write_report(report, tmp_path)
 
     assert json.loads(paths[0].read_text())["sustained"]["keys_per_second"] == 30
     assert "Highest sustained rate: 30 keys/s" in paths[1].read_text()

@@ -15,7 +15,7 @@ from fusion.cli.demo import DemoOptions, example_config, run_demo, start_afresh
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
 from fusion.core.settings import Settings
-from fusion.infra.runtime import Endpoints
+from fusion.infra.services import Endpoints
 from fusion.runtime import topology
 from tests.integration.pipelines import drop
 

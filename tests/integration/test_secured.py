@@ -26,8 +26,9 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.errors import CredentialsError, ExitCode
 from fusion.core.settings import RuntimeSettings, Settings
 from fusion.infra.process import free_port
-from fusion.infra.runtime import Endpoints, LocalRuntime
+from fusion.infra.runtime import LocalRuntime
 from fusion.infra.secure import SecureMaterial
+from fusion.infra.services import Endpoints
 from fusion.runtime import clients
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
 

@@ -73,7 +73,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 # What each package may import, lowest first: a package imports its own layer or lower.
 LAYERS = [
     {"fusion.core", "acks"},  # settings, errors, events; the ack contract
-    {"fusion.infra", "fusion.jvm", "fusion.runtime"},  # servers, artifacts, JVM code, Spark/Kafka/ES
+    {"fusion.infra", "fusion.jvm", "fusion.runtime"},  # local servers, JVM code, Spark/Kafka/ES
     {"indexers", "fusion.counter", "fusion.enricher"},  # the stages
     {"fusion.pipeline", "fusion.ops"},  # running the stages; status, explain, reconcile
     {"fusion.bench", "fusion.cli"},  # the benchmark; the command line

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fusion.bench.sustain import Seen, Sent, judge, quantiles, steady_dataset
+from fusion.bench.meter import Seen, Sent, judge, quantiles
+from fusion.bench.sustain import steady_dataset
 from fusion.core.config import PipelineConfig
 
 RATE, SECONDS, SOURCES = 100.0, 30.0, 4

@@ -1,0 +1,115 @@
+"""What the modes are measured against: the physical floor, and the counter alone.
+
+The floor is the fastest any pipeline could index the dataset (bulk from
+Python, no Spark); the counter alone is the counting step without the
+indexers before it or the enricher after it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import helpers
+
+from acks.contract import Ack
+from fusion import pipeline
+from fusion.bench.generator import Dataset
+from fusion.bench.process import PipelineProcess
+from fusion.core.config import PipelineConfig
+from fusion.core.events import now_iso, now_utc
+from fusion.core.settings import Settings
+from fusion.enricher.document import FoundDoc, build_enriched
+from fusion.runtime import clients, topology
+from fusion.runtime.producer import Publisher
+
+
+def run_counter_only(config: PipelineConfig, dataset: Dataset, workdir: Path) -> dict[str, Any]:
+    """The counter alone over one ack per record: acks per second of Spark processing time.
+
+    The acks are produced first, twice: a warm-up wave on other keys, then the
+    measured one. The counter reads one wave's worth per micro-batch, so its
+    first batch (in a cold JVM: class loading, code generation, JIT) takes the
+    warm-up wave; the rate is the measured wave's acks over the micro-batch
+    time after that first batch (Spark's own durations, so query start-up and
+    idle triggers do not count). The cold first batch is reported too.
+    """
+    topology.delete_all(config)
+    config = config.model_copy(
+        update={
+            "pipeline": config.pipeline.model_copy(
+                update={"max_offsets_per_trigger": len(dataset.records)}
+            )
+        }
+    )
+    pipeline.prepare(config)
+    by_topic = {config.topic_of(s): s.name for s in config.sources}
+    publisher = Publisher(config.kafka, {"linger.ms": 20, "batch.num.messages": 10_000})
+    acked_at = now_utc()
+    for suffix in ("~warmup", ""):
+        for offset, (topic, key, _) in enumerate(dataset.records):
+            ack = Ack(
+                key=key + suffix, source=by_topic[topic], index=topic, doc_id=key + suffix,
+                seq_no=offset, primary_term=1, version=1, topic=topic, partition=0,
+                offset=offset, acked_at=acked_at,
+            )  # fmt: skip
+            publisher.send(config.acks_topic, key + suffix, ack.to_bytes())
+    publisher.flush()
+    # It stops by itself once it read every ack and saw none for 3 s: by then
+    # Spark has reported the progress of each batch that read acks.
+    with PipelineProcess(config, workdir, only="counter", stop_when_idle=3) as run:
+        counts: dict[str, int] = run.finish()["counters"]
+    topology.delete_all(config)
+    rows, busy = counts.get("input.counter", 0), counts.get("busy_ms.counter", 0)
+    cold_rows, cold_ms = (
+        counts.get("first_input.counter", 0),
+        counts.get("first_busy_ms.counter", 0),
+    )
+    warm_rows, warm_seconds = rows - cold_rows, (busy - cold_ms) / 1000
+    return {
+        "operator": "transformWithState (JVM processor)",
+        "acks": warm_rows,
+        "fired": counts.get("counter.fired", 0) // 2,
+        "seconds": round(warm_seconds, 3),
+        "acks_per_second": round(warm_rows / warm_seconds) if warm_seconds else 0,
+        "cold_first_batch": {
+            "acks": cold_rows,
+            "seconds": round(cold_ms / 1000, 3),
+            "acks_per_second": round(cold_rows * 1000 / cold_ms) if cold_ms else 0,
+        },
+    }
+
+
+def run_floor(settings: Settings, dataset: Dataset, config: PipelineConfig) -> float:
+    """Seconds to bulk-index the N·K source documents and K enriched ones straight from Python."""
+    es = clients.elasticsearch(settings.elasticsearch)
+    prefix = f"bench-floor-{uuid.uuid4().hex[:8]}"
+    by_topic = {config.topic_of(s): s.name for s in config.sources}
+    now = now_iso()
+    enriched = [
+        build_enriched(
+            config.key_field,
+            key,
+            {name: FoundDoc(doc[name], 1) for name in config.source_names},
+            now,
+            now,
+        )
+        for key, doc in dataset.expected.items()
+    ]
+    started = time.monotonic()
+    actions = [
+        {"_index": f"{prefix}-{by_topic[topic]}", "_id": key, "_source": json.loads(value)}
+        for topic, key, value in dataset.records
+    ] + [
+        {"_index": f"{prefix}-enriched", "_id": doc[config.key_field], "_source": doc}
+        for doc in enriched
+    ]
+    # As fast as the node takes them: no refresh per request, one refresh at the end.
+    helpers.bulk(es, actions, chunk_size=config.pipeline.bulk_chunk, max_chunk_bytes=50 << 20)
+    es.indices.refresh(index=f"{prefix}-*")
+    elapsed = time.monotonic() - started
+    es.options(ignore_status=404).indices.delete(index=f"{prefix}-*")
+    return elapsed

@@ -1,0 +1,88 @@
+"""`fusion bench` and `fusion bench-scale`: the benchmarks, with progress and their reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from fusion.cli.console import err, out
+from fusion.cli.terminal import Tracker
+from fusion.core.errors import ConfigError
+from fusion.core.settings import Settings
+from fusion.runtime import clients
+
+
+def bench_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import burst as bench
+    from fusion.bench import report as report_files
+
+    if args.sustain:
+        return bench_sustain_command(args, settings)
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    unknown = [m for m in modes if m not in bench.MODES]
+    if unknown or not modes:
+        raise ConfigError("--modes", "", f"unknown mode(s) {unknown}; choose from {bench.MODES}")
+    if args.keys < 1 or args.sources < 2:
+        raise ConfigError("--keys/--sources", "", "need at least 1 key and 2 sources")
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    options = bench.BenchOptions(
+        args.keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets
+    )
+    steps = 2 + args.runs * (1 + len(modes))  # warm-up, floor and modes per run, counter alone
+    with Tracker(err, "benchmark", "steps", steps, rate=False) as tracker:
+        report = bench.run_bench(settings, options, on_step=tracker.step)
+    return print_bench(report_files.markdown(report), report_files.write_report(report, args.out))
+
+
+def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import sustain as bench_sustain
+    from fusion.bench import sustain_report
+
+    if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
+        raise ConfigError(
+            "--sources/--step-seconds/--start-rate/--max-rate",
+            "",
+            "need at least 2 sources, steps of 3 s or more and 0 < start rate <= max rate",
+        )
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    options = bench_sustain.SustainOptions(
+        sources=args.sources,
+        step_seconds=args.step_seconds,
+        start_rate=args.start_rate,
+        max_rate=args.max_rate,
+        seed=args.seed,
+    )
+    with Tracker(err, "sustained-load benchmark", "steps", rate=False) as tracker:
+        report = bench_sustain.run_sustain(settings, options, on_step=tracker.step)
+    return print_bench(
+        sustain_report.markdown(report), sustain_report.write_report(report, args.out)
+    )
+
+
+def print_bench(text: str, paths: tuple[Path, ...]) -> int:
+    out.print(text, markup=False)
+    out.print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import datetime
+
+    from fusion.bench import report as report_files
+    from fusion.bench import scale
+
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    with Tracker(err, "scaling benchmark", "steps", rate=False) as tracker:
+        reports = scale.run_scale(settings, on_step=tracker.step)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stamp}-scale.json").write_text(json.dumps(reports, indent=2))
+    scale.scale_chart(reports, args.out / f"{stamp}-scale.png")
+    for report in reports:
+        out.print(report_files.markdown(report), markup=False)
+    out.print(f"written: {args.out / (stamp + '-scale.json')}, {args.out / (stamp + '-scale.png')}")
+    return 0

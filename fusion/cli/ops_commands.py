@@ -1,0 +1,88 @@
+"""`fusion check`, `explain`, `status`, `reconcile` and `spark-submit-args`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from fusion.cli.console import err, out, pipeline_of, print_report
+from fusion.cli.terminal import Tracker
+from fusion.core.settings import Settings
+from fusion.runtime import clients, topology
+
+
+def check_command(args: argparse.Namespace, settings: Settings) -> int:
+    brokers = clients.check_kafka(settings.kafka)
+    out.print(f"Kafka at {settings.kafka.bootstrap}: {brokers} broker(s) answering")
+    version = clients.check_elasticsearch(settings.elasticsearch)
+    out.print(f"Elasticsearch at {settings.elasticsearch.url}: version {version}")
+    return 0
+
+
+def explain_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.ops import explain
+
+    config = pipeline_of(settings)
+    clients.check_elasticsearch(config.elasticsearch)
+    with err.status("reading Elasticsearch and the counter's state"):
+        spark = clients.spark_session(config, app_name=f"fusion-explain-{config.name}")
+        report = explain.explain(config, explain.gather(spark, config, args.key))
+    return print_report(report, explain.render, args.json)
+
+
+def status_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.ops import status
+
+    config = pipeline_of(settings)
+    clients.check_kafka(config.kafka)
+    with err.status("reading metrics, offsets and the counter's state"):
+        spark = None
+        if not args.no_state:
+            spark = clients.spark_session(config, app_name=f"fusion-status-{config.name}")
+        report = status.build(config, status.gather(spark, config))
+    return print_report(report, status.render, args.json)
+
+
+def reconcile_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.ops import reconcile
+
+    config = pipeline_of(settings)
+    clients.check_kafka(config.kafka)
+    clients.check_elasticsearch(config.elasticsearch)
+    topology.ensure_topics(config)
+    with Tracker(err, "scanning the source indexes", "keys") as tracker:
+
+        def progress(report: reconcile.Report) -> None:
+            if report.planned:
+                tracker.update(report.enriched, report.planned, "enriching the planned keys")
+            else:
+                tracker.update(report.scanned)
+
+        # Spark only for its Hadoop file system: the plan lives in the checkpoint directory.
+        spark = clients.spark_session(config, app_name=f"fusion-reconcile-{config.name}")
+        report = reconcile.reconcile(spark, config, progress)
+    if args.json:
+        out.print_json(json.dumps(asdict(report)))
+    else:
+        resumed = " (resumed an unfinished run)" if report.resumed else ""
+        out.print(
+            f"scanned {report.scanned:,} keys: {report.complete:,} complete, "
+            f"{report.up_to_date:,} already enriched; enriched {report.enriched:,} of "
+            f"{report.planned:,} planned{resumed}, {report.dead_letters:,} dead letters"
+        )
+    return 0
+
+
+def submit_args_command(args: argparse.Namespace, settings: Settings) -> int:
+    from importlib.util import find_spec
+
+    from fusion.runtime.shipping import package_zip
+
+    jars = ",".join(str(j) for j in clients.spark_jars(settings))
+    code = package_zip(settings.runtime.home)
+    # Found, not imported: the entry script imports this module.
+    spec = find_spec("fusion.cli.submit")
+    assert spec is not None and spec.origin is not None
+    out.print(f"--jars {jars} --py-files {code} {spec.origin}", soft_wrap=True)
+    return 0

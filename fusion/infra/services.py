@@ -1,0 +1,113 @@
+"""What a local server is to the launcher: its name, address, version and health.
+
+Also the rules for starting one: reuse a server an earlier ``up`` left
+running on the same port, refuse a port someone else holds, and pick the
+conventional second port (9093 beside 9092) when it is free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from fusion.core.errors import InfraError, PortInUseError
+from fusion.infra.elasticsearch import LocalElasticsearch, get_json
+from fusion.infra.kafka import LocalKafka
+from fusion.infra.process import free_port, port_is_free
+from fusion.infra.secure import SecureMaterial
+
+Service = Literal["kafka", "elasticsearch", "spark"]
+SERVICES: tuple[Service, ...] = ("kafka", "elasticsearch", "spark")
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where the running servers answer, and what they are."""
+
+    kafka_bootstrap: str
+    es_url: str
+    kafka_version: str
+    es_version: str
+    spark_master: str | None = None  # spark://127.0.0.1:<port> when workers were started
+    env_file: str | None = None  # a secured runtime's settings for Fusion (`source` it)
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    name: str
+    running: bool
+    healthy: bool
+    address: str | None
+    version: str | None
+    pid: int | None
+
+
+def reuse(
+    service: LocalKafka | LocalElasticsearch,
+    recorded: dict[str, Any] | None,
+    port: int,
+    option: str,
+) -> bool:
+    """True if ``service`` already runs on ``port``; an error if it runs elsewhere."""
+    if not service.process.is_running():
+        if not port_is_free(port):
+            raise PortInUseError(service.name, port, option)
+        return False
+    running_port = (recorded or {}).get("port")
+    if running_port != port:
+        raise InfraError(
+            f"{service.name} already runs on port {running_port} from an earlier "
+            f"`fusion infra up`; run `fusion infra down` first to move it to {port}"
+        )
+    return True
+
+
+def companion_port(port: int, offset: int) -> int:
+    """The conventional second port (9093 next to 9092, 9300 next to 9200), or any free one."""
+    candidate = port + offset
+    if candidate <= 65535 and port_is_free(candidate):
+        return candidate
+    return free_port()
+
+
+def spark_version() -> str:
+    import pyspark
+
+    return f"Spark {pyspark.__version__}"
+
+
+def es_version_at(url: str, secure: SecureMaterial | None = None) -> str | None:
+    # Not `GET /`: integ-test-zip nodes from 8.9 on answer it with 405.
+    try:
+        info = get_json(f"{url}/_nodes/_local?filter_path=nodes.*.version", secure=secure)
+    except (OSError, ValueError):
+        return None
+    nodes = info.get("nodes")
+    if not isinstance(nodes, dict) or not nodes:
+        return None
+    node = next(iter(nodes.values()))
+    return str(node.get("version")) if isinstance(node, dict) else None
+
+
+def check_state(state_dir: Path, state: dict[str, Any], es_version: str, secure: bool) -> None:
+    """One line, not a server that dies at start, when the data under ``state_dir`` cannot serve.
+
+    Data another Elasticsearch major wrote, or a runtime set up plain that is
+    now started secured (or the reverse).
+    """
+    recorded = state.get("elasticsearch", {}).get("version")
+    if recorded and recorded.split(".")[0] != es_version.split(".")[0]:
+        raise InfraError(
+            f"the local Elasticsearch data under {state_dir} was written by "
+            f"Elasticsearch {recorded}; run `fusion infra down --purge` before starting "
+            f"{es_version}, or start {recorded} (--es-version {recorded})"
+        )
+    was_secure = bool(state.get("secure", False))  # older runtimes: plain
+    has_data = (state_dir / "kafka").exists() or (state_dir / "elasticsearch").exists()
+    if was_secure != secure and has_data:
+        was, now = ("secured", "plain") if was_secure else ("plain", "secured")
+        raise InfraError(
+            f"the local runtime under {state_dir} was set up {was}; run "
+            f"`fusion infra down --purge` before starting it {now}"
+        )
