@@ -9,11 +9,11 @@ import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.types.StructType;
 
-/** The counter's Spark plan, called from {@code fusion.counter_query.start_counter}. */
+/** The counter's Spark plan, called from {@code fusion.counter.query.start_counter}. */
 public final class CounterQuery {
   private CounterQuery() {}
 
-  /** What the counter reads, in this order (see {@code fusion.counter_query.parsed_acks}). */
+  /** What the counter reads, in this order (see {@code fusion.counter.query.parsed_acks}). */
   public static final String INPUT_COLUMNS =
       "k,source,acked_at,version,digest,raw,topic,partition,offset";
 

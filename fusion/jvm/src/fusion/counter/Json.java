@@ -31,7 +31,7 @@ public final class Json {
 
   private static final ObjectMapper MAPPER = new ObjectMapper();
 
-  /** The rules as {@code fusion.counter_query.rules_json} writes them. */
+  /** The rules as {@code fusion.counter.query.rules_json} writes them. */
   public static Rules rules(String json) {
     JsonNode node = read(json);
     Map<String, Long> timeouts = new HashMap<>();
