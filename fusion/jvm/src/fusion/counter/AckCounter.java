@@ -33,7 +33,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * count), {@code ready}, {@code updated}, {@code incomplete} and {@code dead} (a rejected ack).
  */
 public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
-  static final String STATE_NAME = "key_state"; // fusion.counter_state.STATE_VAR
+  static final String STATE_NAME = "key_state"; // fusion.counter.state.STATE_VAR
   static final StructType STATE =
       StructType.fromDDL(
           "seen STRING, first_ack_at STRING, started_ms BIGINT, fired_at STRING, "
