@@ -19,18 +19,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
-from fusion.core.errors import ExitCode, FusionError
+from acks.errors import AckError
 from fusion.core.events import iso_utc
-
-
-class AckError(FusionError):
-    """Bytes that are not a valid ack event."""
-
-    exit_code = ExitCode.QUERY_FAILED
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(f"invalid ack: {problem}")
 
 
 class Ack(BaseModel):

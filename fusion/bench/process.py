@@ -20,21 +20,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from fusion.bench.errors import PipelineProcessError
 from fusion.core.config import PipelineConfig
 from fusion.core.config_file import write_config
-from fusion.core.errors import ExitCode, FusionError
 
 STARTED = "every query is running"  # what `fusion run` prints once its queries run
-
-
-class PipelineProcessError(FusionError):
-    """The pipeline process the benchmark started stopped or did not start."""
-
-    exit_code = ExitCode.QUERY_FAILED
-
-    def __init__(self, what: str, log: Path) -> None:
-        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-        super().__init__(f"{what}; its output ends with: {tail}")
 
 
 class PipelineProcess:

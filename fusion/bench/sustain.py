@@ -43,6 +43,7 @@ from fusion.bench.burst import (
     bench_config,
     produce_timed,
 )
+from fusion.bench.errors import SustainError
 from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.meter import (
     SAMPLE_SECONDS,
@@ -55,16 +56,9 @@ from fusion.bench.meter import (
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine
 from fusion.core.config import PipelineConfig
-from fusion.core.errors import ExitCode, FusionError
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.runtime import lag, topology
-
-
-class SustainError(FusionError):
-    """The sustained-load benchmark could not finish a step."""
-
-    exit_code = ExitCode.QUERY_FAILED
 
 
 @dataclass(frozen=True)

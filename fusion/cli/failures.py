@@ -13,12 +13,12 @@ from fusion.core.errors import (
     CredentialsError,
     ExitCode,
     FusionError,
-    InfraError,
     ServiceUnavailableError,
     SparkGoneError,
     WaitTimeoutError,
 )
 from fusion.core.settings import Settings
+from fusion.infra.errors import InfraError
 
 
 def report(exc: BaseException, settings: Settings | None, debug: bool) -> tuple[int, str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from fusion import jvm
-from fusion.core.errors import DownloadError, ToolMissingError
+from fusion.infra.errors import DownloadError, ToolMissingError
 
 KAFKA_VERSION = "4.4.0"
 # From 8.9 on the integ-test-zip's node answers `GET /` with 405 (that handler lives

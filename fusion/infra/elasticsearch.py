@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusion.core.errors import InfraError
+from fusion.infra.errors import InfraError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
 from fusion.infra.secure import ES_USER as FUSION_USER

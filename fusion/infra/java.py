@@ -9,7 +9,7 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-from fusion.core.errors import ToolMissingError
+from fusion.infra.errors import ToolMissingError
 
 MIN_JAVA = 17
 _HINT = "install Java 17 or newer (e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME"

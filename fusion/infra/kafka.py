@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from fusion.core.errors import ServerStartError
 from fusion.core.settings import KafkaSettings
+from fusion.infra.errors import ServerStartError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
 from fusion.infra.secure import KAFKA_BROKER_USER, KAFKA_MECHANISM, KAFKA_USER, SecureMaterial

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fusion.core.errors import InfraError, ServerStartError
 from fusion.core.settings import RuntimeSettings
 from fusion.infra.artifacts import (
     ELASTICSEARCH_VERSION,
@@ -32,6 +31,7 @@ from fusion.infra.artifacts import (
     preparing,
 )
 from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch
+from fusion.infra.errors import InfraError, ServerStartError
 from fusion.infra.java import elasticsearch_java_home, java_home
 from fusion.infra.kafka import KafkaPorts, LocalKafka
 from fusion.infra.secure import SecureMaterial, write_env

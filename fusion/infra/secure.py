@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
 
-from fusion.core.errors import InfraError, ToolMissingError
+from fusion.infra.errors import InfraError, ToolMissingError
 
 KAFKA_MECHANISM: Final = "SCRAM-SHA-512"
 KAFKA_USER = "fusion"

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fusion.core.errors import InfraError, PortInUseError
 from fusion.infra.elasticsearch import LocalElasticsearch, get_json
+from fusion.infra.errors import InfraError, PortInUseError
 from fusion.infra.kafka import LocalKafka
 from fusion.infra.process import free_port, port_is_free
 from fusion.infra.secure import SecureMaterial

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fusion.core.errors import InfraError, PortInUseError, ServerStartError
 from fusion.infra.elasticsearch import get_json
+from fusion.infra.errors import InfraError, PortInUseError, ServerStartError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess, port_is_free
 from fusion.infra.services import companion_port

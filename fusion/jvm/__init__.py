@@ -17,23 +17,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from fusion.core.errors import InfraError, ToolMissingError
+from fusion.infra.errors import CompileError, ToolMissingError
 
 SOURCES = Path(__file__).parent / "src"
 _HINT = (
     "Fusion compiles its JVM counter on first use; install a JDK 17 or newer "
     "(e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME to one"
 )
-
-
-class CompileError(InfraError):
-    """Fusion's own Java sources did not compile against the installed Spark."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(
-            f"Fusion's JVM counter did not compile against pyspark's jars ({detail}): "
-            "reinstall Fusion with the pyspark version it pins"
-        )
 
 
 def jar_path(home: Path) -> Path:

@@ -27,31 +27,12 @@ from typing import Any, Protocol
 
 from elasticsearch import Elasticsearch, helpers
 
-from fusion.core.errors import ExitCode, FusionError
 from fusion.core.events import DeadLetter, Stage
+from fusion.runtime.errors import IndexingError, RetryBudgetExceeded
 from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import (
-    TRANSIENT_STATUS,
-    RetryBudgetExceeded,
-    RetryPolicy,
-    Transient,
-    call_with_retries,
-)
+from fusion.runtime.retry import TRANSIENT_STATUS, RetryPolicy, Transient, call_with_retries
 
 VERSION_CONFLICT = 409
-
-
-class IndexingError(FusionError):
-    """Elasticsearch kept failing transiently until the retry budget ran out."""
-
-    exit_code = ExitCode.UNAVAILABLE
-
-    def __init__(self, index: str, pending: int, detail: str) -> None:
-        self.index = index
-        self.pending = pending
-        super().__init__(
-            f"{pending} document(s) for {index} still failing after all retries ({detail})"
-        )
 
 
 class Document(Protocol):

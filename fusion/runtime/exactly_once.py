@@ -38,9 +38,9 @@ from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from fusion.core.errors import ExitCode, FusionError
 from fusion.core.settings import KafkaSettings
 from fusion.runtime import clients
+from fusion.runtime.errors import FencedError, TransactionError
 from fusion.runtime.faults import crash_point
 from fusion.runtime.kafka_calls import Stuck, retry_kafka, watched
 from fusion.runtime.markers import Marker
@@ -51,32 +51,6 @@ T = TypeVar("T")
 _FENCED = frozenset(
     {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 )
-
-
-class TransactionError(FusionError):
-    """Kafka did not commit a micro-batch's transaction."""
-
-    exit_code = ExitCode.UNAVAILABLE
-
-    def __init__(self, transactional_id: str, detail: str) -> None:
-        self.transactional_id = transactional_id
-        super().__init__(
-            f"Kafka transaction of {transactional_id} failed: {detail}; "
-            "the micro-batch fails and is replayed from its checkpoint"
-        )
-
-
-class FencedError(FusionError):
-    """Another instance took over this query's transactional id."""
-
-    exit_code = ExitCode.QUERY_FAILED
-
-    def __init__(self, transactional_id: str) -> None:
-        self.transactional_id = transactional_id
-        super().__init__(
-            f"another process runs the same query (transactional.id {transactional_id}) "
-            "and fenced this one off; run one instance per pipeline component"
-        )
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusion.core.errors import ExitCode, FusionError
 from fusion.core.settings import KafkaSettings
 from fusion.runtime import clients
+from fusion.runtime.errors import PublishError
 
 
 def produce(producer: Any, topic: str, key: str | None, value: bytes, **options: Any) -> None:
@@ -20,20 +20,6 @@ def produce(producer: Any, topic: str, key: str | None, value: bytes, **options:
         except BufferError:
             # Sending faster than the broker takes: let librdkafka deliver some first.
             producer.poll(0.1)
-
-
-class PublishError(FusionError):
-    """Kafka did not confirm one or more records."""
-
-    exit_code = ExitCode.UNAVAILABLE
-
-    def __init__(self, topic: str, failed: int, detail: str) -> None:
-        self.topic = topic
-        self.failed = failed
-        super().__init__(
-            f"Kafka did not confirm {failed} record(s) to {topic}: {detail}; "
-            "the micro-batch fails and is replayed from its checkpoint"
-        )
 
 
 class Publisher:

@@ -27,7 +27,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from fusion.core.errors import ExitCode, FusionError
+from fusion.runtime.errors import RetryBudgetExceeded
 from fusion.runtime.metrics import Metrics
 
 T = TypeVar("T")
@@ -38,19 +38,6 @@ ES_ALERT = "elasticsearch"
 
 class Transient(Exception):
     """A failure worth retrying; ``str(self)`` says what failed."""
-
-
-class RetryBudgetExceeded(FusionError):
-    """Elasticsearch kept failing transiently until the retry budget ran out."""
-
-    exit_code = ExitCode.UNAVAILABLE
-
-    def __init__(self, what: str, detail: str, policy: RetryPolicy) -> None:
-        self.what = what
-        self.detail = detail
-        super().__init__(
-            f"{what} still failing after {policy.budget_seconds:.0f} s of retries ({detail})"
-        )
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ from confluent_kafka import TopicPartition
 from py4j.protocol import Py4JJavaError
 
 from fusion.core.config import PipelineConfig
-from fusion.core.errors import ExitCode, FusionError
 from fusion.runtime import tasks
 from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, query_id
+from fusion.runtime.errors import StageError
 from fusion.runtime.exactly_once import TransactionalOutput
 from fusion.runtime.metrics import Metrics
 
@@ -43,17 +43,6 @@ KAFKA_ALERT = "kafka"
 KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exceeded))(: .*)?$")
 _JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "pyspark.errors.")
-
-
-class StageError(FusionError):
-    """A stage's micro-batch failed in its tasks; the message is the first cause worth reading."""
-
-    exit_code = ExitCode.QUERY_FAILED
-
-    def __init__(self, query: str, detail: str) -> None:
-        self.query = query
-        self.detail = detail
-        super().__init__(f"micro-batch of {query} failed: {detail}")
 
 
 def root_cause(text: str) -> str:

@@ -13,22 +13,13 @@ from confluent_kafka.cimpl import NewTopic
 from elasticsearch import BadRequestError, Elasticsearch
 
 from fusion.core.config import PipelineConfig
-from fusion.core.errors import ExitCode, FusionError, ServiceUnavailableError
+from fusion.core.errors import ServiceUnavailableError
 from fusion.runtime import clients
 from fusion.runtime.checkpoint import CheckpointFiles
+from fusion.runtime.errors import TopologyError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-class TopologyError(FusionError):
-    """A topic or index could not be created."""
-
-    exit_code = ExitCode.UNAVAILABLE
-
-    def __init__(self, what: str, detail: str) -> None:
-        self.what = what
-        super().__init__(f"could not create {what}: {detail}")
 
 
 def ensure_topics(config: PipelineConfig) -> list[str]:

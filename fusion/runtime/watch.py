@@ -18,39 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JError
 
-from fusion.core.errors import ExitCode, FusionError, SparkGoneError, WaitTimeoutError
-from fusion.runtime.exactly_once import FencedError
+from fusion.core.errors import FusionError, SparkGoneError, WaitTimeoutError
+from fusion.runtime.errors import FencedError, QueryFailedError
 from fusion.runtime.stage import root_cause
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
-
-
-class QueryFailedError(FusionError):
-    """A streaming query stopped with an error."""
-
-    exit_code = ExitCode.QUERY_FAILED
-
-    def __init__(self, query: str, detail: str) -> None:
-        self.query = query
-        self.detail = detail
-        super().__init__(
-            f"query {query} failed: {detail}; fix the cause and run again, "
-            "it resumes from its checkpoint"
-        )
-
-    @classmethod
-    def of(cls, query: str, error: object) -> FusionError:
-        """The one-line error for a query Spark stopped with ``error`` (a Java stack trace)."""
-        text = str(error) if error is not None else "stopped unexpectedly"
-        if "FencedError" in text or "concurrently using" in text:
-            # Fenced by the other process's transactional id, or caught by Spark
-            # itself when both write the same checkpoint: the same story either way.
-            return FencedError(f"fusion-{query}")
-        cause = root_cause(text).removeprefix("fusion.runtime.stage.StageError: ")
-        # Fusion's own errors read as sentences: drop the class name in front.
-        return cls(query, re.sub(r"^(fusion|indexers|acks)\.[\w.]+Error: ", "", cause))
 
 
 class Watcher:
@@ -65,7 +39,7 @@ class Watcher:
         """Raise :class:`QueryFailedError` if a query died; note any new input."""
         for query in self.queries:
             if not query.isActive:
-                raise QueryFailedError.of(query.name, query.exception())
+                raise query_failure(query.name, query.exception())
             self._note_input(query)
             if query.status["isDataAvailable"]:
                 # A batch still working on new data is not idleness.
@@ -199,3 +173,15 @@ def _peak_mb(pid: str) -> int | None:
     except (OSError, StopIteration, ValueError):
         return None
     return kilobytes // 1024
+
+
+def query_failure(query: str, error: object) -> FusionError:
+    """The one-line error for a query Spark stopped with ``error`` (a Java stack trace)."""
+    text = str(error) if error is not None else "stopped unexpectedly"
+    if "FencedError" in text or "concurrently using" in text:
+        # Fenced by the other process's transactional id, or caught by Spark
+        # itself when both write the same checkpoint: the same story either way.
+        return FencedError(f"fusion-{query}")
+    cause = root_cause(text).removeprefix("fusion.runtime.errors.StageError: ")
+    # Fusion's own errors read as sentences: drop the class name in front.
+    return QueryFailedError(query, re.sub(r"^(fusion|indexers|acks)\.[\w.]+Error: ", "", cause))

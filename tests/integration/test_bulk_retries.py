@@ -11,7 +11,8 @@ from elasticsearch import Elasticsearch
 
 from fusion.core.settings import ElasticsearchSettings, Settings
 from fusion.infra.process import free_port
-from fusion.runtime.bulk import IndexingError, Target, write_documents
+from fusion.runtime.bulk import Target, write_documents
+from fusion.runtime.errors import IndexingError
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.retry import RetryPolicy
 from indexers.records import RawRecord, SourceRecord, parse

@@ -5,7 +5,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from acks.contract import Ack, AckError
+from acks.contract import Ack
+from acks.errors import AckError
 
 FIELDS = {
     "key", "source", "index", "doc_id", "seq_no", "primary_term", "version",

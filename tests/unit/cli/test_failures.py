@@ -80,7 +80,7 @@ def test_an_elasticsearch_request_error_is_a_bug_not_an_outage() -> None:
 
 
 def test_a_multi_line_message_is_folded_into_one() -> None:
-    from fusion.core.errors import ServerStartError
+    from fusion.infra.errors import ServerStartError
 
     error = ServerStartError("kafka", "its process exited", "line 1\nline 2\n")
 

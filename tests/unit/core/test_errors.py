@@ -15,17 +15,19 @@ from fusion.cli import main as cli
 from fusion.core.errors import (
     ConfigError,
     CredentialsError,
-    DownloadError,
     ExitCode,
     FusionError,
-    InfraError,
-    PortInUseError,
-    ServerStartError,
     ServiceUnavailableError,
     SparkGoneError,
     TlsTrustError,
-    ToolMissingError,
     WaitTimeoutError,
+)
+from fusion.infra.errors import (
+    DownloadError,
+    InfraError,
+    PortInUseError,
+    ServerStartError,
+    ToolMissingError,
 )
 
 ERRORS = [
@@ -75,17 +77,20 @@ def _every_error_class() -> set[type[FusionError]]:
 
 
 def _samples() -> list[FusionError]:
-    from acks.contract import AckError
-    from fusion.bench.process import PipelineProcessError
-    from fusion.bench.sustain import SustainError
-    from fusion.jvm import CompileError
-    from fusion.runtime.bulk import IndexingError
-    from fusion.runtime.exactly_once import FencedError, TransactionError
-    from fusion.runtime.producer import PublishError
-    from fusion.runtime.retry import RetryBudgetExceeded, RetryPolicy
-    from fusion.runtime.stage import StageError
-    from fusion.runtime.topology import TopologyError
-    from fusion.runtime.watch import QueryFailedError
+    from acks.errors import AckError
+    from fusion.bench.errors import PipelineProcessError, SustainError
+    from fusion.infra.errors import CompileError
+    from fusion.runtime.errors import (
+        FencedError,
+        IndexingError,
+        PublishError,
+        QueryFailedError,
+        RetryBudgetExceeded,
+        StageError,
+        TopologyError,
+        TransactionError,
+    )
+    from fusion.runtime.retry import RetryPolicy
 
     return [
         *ERRORS,
@@ -200,3 +205,8 @@ def test_a_missing_config_file_and_a_bad_only_are_configuration_errors(
     assert cli.main(["--config", str(pipeline_file), "run", "--only", "nope"]) == ExitCode.CONFIG
     line = capsys.readouterr().err.strip()
     assert "unknown component 'nope'; choose one of indexers, counter" in line, line
+
+
+def test_every_package_keeps_its_errors_in_its_errors_module() -> None:
+    for cls in _every_error_class():
+        assert cls.__module__.endswith(".errors"), f"{cls.__name__} is defined in {cls.__module__}"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from fusion.core.errors import ToolMissingError
 from fusion.infra import artifacts
 from fusion.infra.artifacts import ArtifactCache, Coordinate
+from fusion.infra.errors import ToolMissingError
 
 
 def test_non_transitive_dependency_excludes_everything() -> None:

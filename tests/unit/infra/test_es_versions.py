@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fusion.core.errors import InfraError, ToolMissingError
 from fusion.infra import java
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION, ArtifactCache
+from fusion.infra.errors import InfraError, ToolMissingError
 from fusion.infra.runtime import LocalRuntime
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fusion import jvm
-from fusion.core.errors import ToolMissingError
+from fusion.infra.errors import ToolMissingError
 
 
 def test_without_javac_the_error_says_to_install_a_jdk(

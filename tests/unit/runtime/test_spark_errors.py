@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fusion.runtime.stage import root_cause
-from fusion.runtime.watch import QueryFailedError
+from fusion.runtime.watch import query_failure
 
 TASK_FAILURE = """An error occurred while calling o365.collectToPython.
 : org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times, most recent failure: Lost task 0.3 in stage 3.0: org.apache.spark.api.python.PythonException: Traceback (most recent call last):
@@ -36,13 +36,9 @@ def test_without_a_python_error_the_first_line_says_what_happened() -> None:
 
 
 def test_a_query_failure_is_one_line_and_fencing_is_named_as_such() -> None:
-    failed = QueryFailedError.of("p-indexer-a", "[FOREACH_BATCH] ...\n" + TASK_FAILURE)
-    fenced = QueryFailedError.of(
-        "p-enricher", "... fusion.runtime.exactly_once.FencedError: another ..."
-    )
-    concurrent = QueryFailedError.of(
-        "p-counter", "Multiple streaming queries are concurrently using /x"
-    )
+    failed = query_failure("p-indexer-a", "[FOREACH_BATCH] ...\n" + TASK_FAILURE)
+    fenced = query_failure("p-enricher", "... fusion.runtime.errors.FencedError: another ...")
+    concurrent = query_failure("p-counter", "Multiple streaming queries are concurrently using /x")
 
     assert "\n" not in str(failed) and "still failing after all retries" in str(failed)
     assert "another process runs the same query" in str(fenced)
