@@ -18,9 +18,10 @@ from fusion.core.errors import ConfigError
 from fusion.counter.query import start_counter
 from fusion.enricher.query import start_enricher
 from fusion.runtime import clients, lag, spark_logs, topology
+from fusion.runtime.figures import Figures
 from fusion.runtime.health import HealthWatch
 from fusion.runtime.listener import ProgressListener
-from fusion.runtime.metrics import Metrics, pending_keys
+from fusion.runtime.metrics import Metrics
 from fusion.runtime.prometheus import MetricsServer, PipelineCollector
 from fusion.runtime.watch import ctrl_c_stops_at_next_poll, driver_memory, run_until
 from indexers.query import start_indexer
@@ -95,40 +96,11 @@ def start(
 
 
 def status_line(metrics: Metrics) -> str:
-    parts = [
-        f"indexed {metrics.total('.indexed'):,}",
-        f"acks {metrics.total('.acks'):,}",
-        f"pending keys {pending_keys(metrics.counts()):,}",
-        f"fired {metrics.get('counter.fired'):,}",
-    ]
-    # Lifecycle events only show once they happen: most runs have none.
-    for name in ("incomplete", "updated"):
-        if count := metrics.get(f"counter.{name}"):
-            parts.append(f"{name} {count:,}")
-    parts += [
-        f"enriched {metrics.get('enricher.enriched'):,}",
-        f"dlq {metrics.total('.dlq'):,}",
-        f"ES lookups {metrics.get('enricher.es_requests'):,}",
-    ]
-    line = "  ".join(parts)
-    # An outage being retried is news: it goes first.
-    alerts = [f"[{message}]" for message in metrics.alerts().values()]
-    return "  ".join([*alerts, line])
+    return Figures(metrics.counts()).status_line(metrics.alerts())
 
 
 def summary(metrics: Metrics) -> dict[str, Any]:
-    enriched = metrics.get("enricher.enriched")
-    requests = metrics.get("enricher.es_requests")
-    return {
-        "enriched": enriched,
-        "fired": metrics.get("counter.fired"),
-        "pending_keys": pending_keys(metrics.counts()),
-        "incomplete": metrics.get("counter.incomplete"),
-        "updated": metrics.get("counter.updated"),
-        "dead_letters": metrics.total(".dlq"),
-        "es_requests": requests,
-        "es_requests_per_key": round(requests / enriched, 4) if enriched else None,
-    } | metrics.snapshot()
+    return Figures(metrics.counts()).headline() | metrics.snapshot()
 
 
 @dataclass(frozen=True)

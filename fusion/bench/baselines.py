@@ -24,6 +24,7 @@ from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings
 from fusion.enricher.document import FoundDoc, build_enriched
 from fusion.runtime import clients, topology
+from fusion.runtime.figures import Figures
 from fusion.runtime.producer import Publisher
 
 
@@ -63,22 +64,20 @@ def run_counter_only(config: PipelineConfig, dataset: Dataset, workdir: Path) ->
     with PipelineProcess(config, workdir, only="counter", stop_when_idle=3) as run:
         counts: dict[str, int] = run.finish()["counters"]
     topology.delete_all(config)
-    rows, busy = counts.get("input.counter", 0), counts.get("busy_ms.counter", 0)
-    cold_rows, cold_ms = (
-        counts.get("first_input.counter", 0),
-        counts.get("first_busy_ms.counter", 0),
-    )
-    warm_rows, warm_seconds = rows - cold_rows, (busy - cold_ms) / 1000
+    figures = Figures(counts)
+    rows, busy = figures.input_records("counter"), figures.batch_seconds("counter")
+    cold_rows, cold_seconds = figures.first_batch("counter")
+    warm_rows, warm_seconds = rows - cold_rows, busy - cold_seconds
     return {
         "operator": "transformWithState (JVM processor)",
         "acks": warm_rows,
-        "fired": counts.get("counter.fired", 0) // 2,
+        "fired": figures.fired // 2,
         "seconds": round(warm_seconds, 3),
         "acks_per_second": round(warm_rows / warm_seconds) if warm_seconds else 0,
         "cold_first_batch": {
             "acks": cold_rows,
-            "seconds": round(cold_ms / 1000, 3),
-            "acks_per_second": round(cold_rows * 1000 / cold_ms) if cold_ms else 0,
+            "seconds": round(cold_seconds, 3),
+            "acks_per_second": round(cold_rows / cold_seconds) if cold_seconds else 0,
         },
     }
 

@@ -41,6 +41,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.runtime import clients, lag, topology
+from fusion.runtime.figures import Figures
 from fusion.runtime.metrics import percentiles
 from fusion.runtime.producer import Publisher
 
@@ -137,17 +138,18 @@ def run_mode(
     wall = max(enriched_at.values()) - first_send
     latencies = sorted(enriched_at[k] - last_send[k] for k in dataset.expected)
     spread = percentiles(latencies)
-    requests = counts.get("enricher.es_requests", 0)
+    figures = Figures(counts)
+    requests = figures.lookups
     topology.delete_all(config)
     return ModeResult(
         mode=mode,
         keys=keys,
         sources=len(config.sources),
         es_requests=requests,
-        bulk_requests=sum(v for k, v in counts.items() if k.endswith("bulk_requests")),
+        bulk_requests=figures.bulk_requests,
         requests_per_key=round(requests / keys, 4),
-        wasted_requests=counts.get("naive.wasted", 0),
-        docs_fetched=counts.get("enricher.docs_fetched", 0),
+        wasted_requests=figures.wasted_lookups,
+        docs_fetched=figures.docs_fetched,
         wall_seconds=round(wall, 3),
         keys_per_second=round(keys / wall, 1),
         latency_p50=rounded(spread["p50"]),
@@ -155,8 +157,8 @@ def run_mode(
         latency_p99=rounded(spread["p99"]),
         latency_min=rounded(latencies[0]) if latencies else None,
         latency_count=len(latencies),
-        driver_python_peak_mb=counts.get("driver.python_peak_mb"),
-        driver_jvm_peak_mb=counts.get("driver.jvm_peak_mb"),
+        driver_python_peak_mb=figures.driver_peak_mb("python"),
+        driver_jvm_peak_mb=figures.driver_peak_mb("jvm"),
         counters=counts,
     )
 

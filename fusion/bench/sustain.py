@@ -59,6 +59,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.runtime import lag, topology
+from fusion.runtime.figures import Figures
 
 
 @dataclass(frozen=True)
@@ -256,5 +257,5 @@ class StepMeter:
     def _requests(self) -> tuple[int, int]:
         """The enricher's cumulative (lookups, enriched keys) from its last committed marker."""
         marker = lag.stage_markers(self.config, "enricher")["enricher"][0]
-        counts = marker.counts if marker is not None else {}
-        return counts.get("enricher.es_requests", 0), counts.get("enricher.enriched", 0)
+        figures = Figures(marker.counts if marker is not None else {})
+        return figures.lookups, figures.enriched

@@ -34,6 +34,7 @@ from fusion.core.errors import ConfigError, ExitCode
 from fusion.infra.services import Endpoints
 from fusion.ops import status
 from fusion.runtime import clients, topology
+from fusion.runtime.figures import Figures
 from fusion.runtime.metrics import Metrics
 
 IDLE_LIMIT = 120.0  # seconds without any input before the demo gives up waiting
@@ -76,7 +77,7 @@ def run_demo(options: DemoOptions, endpoints: Endpoints, out: Console, err: Cons
     want = len(dataset.expected)
     with Live(console=err, refresh_per_second=2, transient=err.is_terminal) as live:
         hooks = pipeline.Hooks(
-            done=lambda m: m.get("enricher.enriched") >= want,
+            done=lambda m: Figures(m.counts()).enriched >= want,
             tick=lambda m: live.update(pipeline.status_line(m)),
             say=lambda line: live.console.print(escape(line), highlight=False),
         )

@@ -47,6 +47,7 @@ from fusion.runtime import clients
 from fusion.runtime.checkpoint import CheckpointFiles
 from fusion.runtime.exactly_once import TransactionalOutput
 from fusion.runtime.faults import crash_point
+from fusion.runtime.figures import Figures
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.retry import RetryPolicy, call_with_retries
 
@@ -209,8 +210,9 @@ def _enrich(
         ]
         result = enrich_events(config, es, events, retry)
         output.publish(plan["run"], batch_id, result.records, result.counts)
-        report.enriched += result.counts.get("enricher.enriched", 0)
-        report.dead_letters += result.counts.get("enricher.dlq", 0)
+        figures = Figures(result.counts)
+        report.enriched += figures.enriched
+        report.dead_letters += figures.enricher_dead_letters
         if progress:
             progress(report)
     output.close()

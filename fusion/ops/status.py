@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from fusion.core.config import PipelineConfig
 from fusion.counter.decisions import KeyState, Rules
 from fusion.counter.state import all_states
+from fusion.runtime.figures import Figures
 from fusion.runtime.lag import lag_of, stage_markers
 from fusion.runtime.metrics import histogram_percentiles
 
@@ -51,20 +52,18 @@ def gather(
 
 
 def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
-    counts: Mapping[str, int] = inputs.metrics.get("counters", {})
+    figures = Figures(inputs.metrics.get("counters", {}))
     latency = inputs.metrics.get("latency_seconds", {})
     rules = Rules.of(config)
     pending = [s for s in inputs.states if not s.fired and s.expired_at is None]
     by_missing = Counter(name for s in pending for name in s.missing(rules))
-    enriched = counts.get("enricher.enriched", 0)
-    requests = counts.get("enricher.es_requests", 0)
     return {
         "pipeline": config.name,
         "sources": {
             s: {
-                "indexed": counts.get(f"indexer.{s}.indexed", 0),
-                "acks": counts.get(f"indexer.{s}.acks", 0),
-                "dlq": counts.get(f"indexer.{s}.dlq", 0),
+                "indexed": figures.source(s).indexed,
+                "acks": figures.source(s).acks,
+                "dlq": figures.source(s).dead_letters,
                 "lag": inputs.lag.get(f"indexer-{s}"),
             }
             for s in config.source_names
@@ -73,19 +72,19 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "keys_in_state": len(inputs.states),
             "pending_keys": len(pending),
             "pending_by_missing_source": dict(sorted(by_missing.items())),
-            "fired": counts.get("counter.fired", 0),
-            "incomplete": counts.get("counter.incomplete", 0),
-            "updated": counts.get("counter.updated", 0),
-            "dlq": counts.get("counter.dlq", 0),
+            "fired": figures.fired,
+            "incomplete": figures.incomplete,
+            "updated": figures.updated,
+            "dlq": figures.counter_dead_letters,
             "lag": inputs.lag.get("counter"),
         },
         "enricher": {
-            "enriched": enriched,
-            "updated": counts.get("enricher.updated", 0),
-            "partial": counts.get("enricher.partial", 0),
-            "dlq": counts.get("enricher.dlq", 0),
-            "es_requests": requests,
-            "es_requests_per_key": round(requests / enriched, 4) if enriched else None,
+            "enriched": figures.enriched,
+            "updated": figures.enriched_updates,
+            "partial": figures.enriched_partial,
+            "dlq": figures.enricher_dead_letters,
+            "es_requests": figures.lookups,
+            "es_requests_per_key": figures.lookups_per_key,
             "latency_p50_seconds": latency.get("p50"),
             "latency_p99_seconds": latency.get("p99"),
             "lag": inputs.lag.get("enricher"),

@@ -104,12 +104,6 @@ class Metrics:
         }
 
 
-def pending_keys(counts: Mapping[str, int]) -> int:
-    """Keys seen but neither fired nor expired in this run (a late fire may follow an expiry)."""
-    done = counts.get("counter.fired", 0) + counts.get("counter.incomplete", 0)
-    return max(0, counts.get("counter.keys", 0) - done)
-
-
 def histogram_percentiles(counts: Mapping[str, int]) -> dict[str, float | None]:
     """p50/p95/p99 from the latency buckets in ``counts``: each the upper bound of its bucket."""
     buckets = sorted(

@@ -30,14 +30,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
+from fusion.runtime.figures import Figures
 from fusion.runtime.health import ES_ALERT, KAFKA_ALERT
-from fusion.runtime.metrics import (
-    LATENCY_BUCKETS,
-    LATENCY_SUM,
-    Metrics,
-    latency_bucket,
-    pending_keys,
-)
+from fusion.runtime.metrics import Metrics
 
 LAG_MAX_AGE = 5.0  # seconds a consumer-lag reading is served before it is read again
 
@@ -54,36 +49,39 @@ def families(
     A query that has done nothing yet still shows, at 0: a dashboard's rate
     of a series that does not exist is no rate at all.
     """
+    figures = Figures(counts)
     found = [
-        *_indexers(config, counts),
-        *_counter(counts),
-        *_enricher(config, counts),
+        *_indexers(config, figures),
+        *_counter(figures),
+        *_enricher(figures),
         _per_query(
             queries,
-            lambda q: counts.get(f"{q.replace('-', '.', 1)}.dlq", 0),
+            figures.query_dead_letters,
             CounterMetricFamily(
                 "fusion_dead_letters", "Records sent to the dead-letter topic", labels=["query"]
             ),
         ),
         _per_query(
             queries,
-            lambda q: counts.get(f"input.{q}", 0),
+            figures.input_records,
             CounterMetricFamily(
                 "fusion_input_records", "Records the query's batches read", labels=["query"]
             ),
         ),
         _per_query(
             queries,
-            lambda q: counts.get(f"busy_ms.{q}", 0) / 1000,
+            figures.batch_seconds,
             CounterMetricFamily(
                 "fusion_batch_seconds",
                 "Time the query spent in batches that read rows",
                 labels=["query"],
             ),
         ),
-        _es_requests(config, queries, counts),
-        _counter_metric("fusion_es_retries", "Elasticsearch calls retried", counts, "es.retries"),
-        _latency(counts),
+        _es_requests(config, queries, figures),
+        CounterMetricFamily(
+            "fusion_es_retries", "Elasticsearch calls retried", value=figures.es_retries
+        ),
+        _latency(figures),
     ]
     lag_family = GaugeMetricFamily(
         "fusion_consumer_lag_records",
@@ -100,7 +98,7 @@ def families(
     return [*found, lag_family, up]
 
 
-def _indexers(config: PipelineConfig, counts: Mapping[str, int]) -> Iterator[Metric]:
+def _indexers(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:
     for what, name, help in (
         ("records", "fusion_source_records", "Source records the indexer read"),
         ("indexed", "fusion_indexed_documents", "Documents Elasticsearch confirmed"),
@@ -108,65 +106,63 @@ def _indexers(config: PipelineConfig, counts: Mapping[str, int]) -> Iterator[Met
     ):
         family = CounterMetricFamily(name, help, labels=["source"])
         for source in config.source_names:
-            family.add_metric([source], counts.get(f"indexer.{source}.{what}", 0))
+            family.add_metric([source], getattr(figures.source(source), what))
         yield family
 
 
-def _counter(counts: Mapping[str, int]) -> Iterator[Metric]:
-    for event, help in (
-        ("fired", "Keys whose every required source became searchable (fired once each)"),
-        ("incomplete", "Keys whose deadline passed with a required source missing"),
-        ("updated", "Source changes to keys that had already fired"),
+def _counter(figures: Figures) -> Iterator[Metric]:
+    for event, value, help in (
+        ("fired", figures.fired, "Keys whose every required source became searchable (once each)"),
+        ("incomplete", figures.incomplete, "Keys whose deadline passed, a source missing"),
+        ("updated", figures.updated, "Source changes to keys that had already fired"),
     ):
-        name = f"fusion_counter_{event}_keys"
-        yield _counter_metric(name, help, counts, f"counter.{event}")
+        yield CounterMetricFamily(f"fusion_counter_{event}_keys", help, value=value)
     yield GaugeMetricFamily(
         "fusion_counter_pending_keys",
         "Keys seen in this run that neither fired nor expired yet",
-        value=pending_keys(counts),
+        value=figures.pending_keys,
     )
     yield GaugeMetricFamily(
         "fusion_counter_state_keys",
         "Keys in the counter's state after its last batch",
-        value=counts.get("state.counter.rows", 0),
+        value=figures.state_keys,
     )
 
 
-def _enricher(config: PipelineConfig, counts: Mapping[str, int]) -> Iterator[Metric]:
-    yield _counter_metric(
+def _enricher(figures: Figures) -> Iterator[Metric]:
+    yield CounterMetricFamily(
         "fusion_ready_events",
         "Ready, update and incomplete events the enricher read",
-        counts,
-        "enricher.ready",
+        value=figures.ready,
     )
     enriched = CounterMetricFamily(
         "fusion_enriched_documents",
         "Enriched documents Elasticsearch confirmed, by why they were written",
         labels=["kind"],
     )
-    updated, partial = counts.get("enricher.updated", 0), counts.get("enricher.partial", 0)
-    first = counts.get("enricher.enriched", 0) - updated - partial
+    updated, partial = figures.enriched_updates, figures.enriched_partial
+    first = figures.enriched - updated - partial
     for kind, value in (("complete", first), ("update", updated), ("partial", partial)):
         enriched.add_metric([kind], value)
     yield enriched
 
 
-def _es_requests(config: PipelineConfig, queries: list[str], counts: Mapping[str, int]) -> Metric:
+def _es_requests(config: PipelineConfig, queries: list[str], figures: Figures) -> Metric:
     family = CounterMetricFamily(
         "fusion_es_requests",
         "Requests sent to Elasticsearch, by stage and kind",
         labels=["stage", "kind"],
     )
     lookup = "mget" if config.pipeline.lookup == "batched" else "get"
-    rows = [(f"indexer-{s}", "bulk", f"indexer.{s}.bulk_requests") for s in config.source_names]
+    rows = [(f"indexer-{s}", "bulk", figures.source(s).bulk_requests) for s in config.source_names]
     rows += [
-        ("enricher", lookup, "enricher.es_requests"),
-        ("enricher", "bulk", "enricher.bulk_requests"),
+        ("enricher", lookup, figures.lookups),
+        ("enricher", "bulk", figures.enricher_bulk_requests),
     ]
     if "naive" in queries:
-        rows = [("naive", "get", "naive.es_requests"), ("naive", "bulk", "naive.bulk_requests")]
-    for stage, kind, name in rows:
-        family.add_metric([stage, kind], counts.get(name, 0))
+        rows = [("naive", "get", figures.lookups), ("naive", "bulk", figures.bulk_requests)]
+    for stage, kind, value in rows:
+        family.add_metric([stage, kind], value)
     return family
 
 
@@ -178,21 +174,17 @@ def _per_query(
     return family
 
 
-def _counter_metric(name: str, help: str, counts: Mapping[str, int], key: str) -> Metric:
-    return CounterMetricFamily(name, help, value=counts.get(key, 0))
-
-
-def _latency(counts: Mapping[str, int]) -> Metric:
+def _latency(figures: Figures) -> Metric:
     """The fire-to-enriched histogram: Fusion's buckets, every one on every scrape, cumulative."""
     cumulative, buckets = 0, []
-    for bound in LATENCY_BUCKETS:
-        cumulative += counts.get(latency_bucket(bound), 0)
+    for bound, count in figures.latency_buckets():
+        cumulative += count
         buckets.append(("+Inf" if bound == float("inf") else _le(bound), cumulative))
     family = HistogramMetricFamily(
         "fusion_enrichment_latency_seconds",
         "Seconds from a key's fire to its enriched document being confirmed",
     )
-    family.add_metric([], buckets, sum_value=counts.get(LATENCY_SUM, 0) / 1000)
+    family.add_metric([], buckets, sum_value=figures.latency_sum_seconds)
     return family
 
 

@@ -1,0 +1,65 @@
+"""Figures: the one reading of the counters' names (plain data, no server)."""
+
+from __future__ import annotations
+
+from fusion.runtime.figures import Figures
+
+COUNTS = {
+    "indexer.billing.records": 12,
+    "indexer.billing.indexed": 10,
+    "indexer.billing.acks": 10,
+    "indexer.billing.dlq": 2,
+    "indexer.billing.bulk_requests": 3,
+    "indexer.lab.indexed": 7,
+    "indexer.lab.acks": 7,
+    "counter.keys": 9,
+    "counter.fired": 6,
+    "counter.incomplete": 1,
+    "counter.dlq": 1,
+    "enricher.enriched": 8,
+    "enricher.updated": 2,
+    "enricher.es_requests": 2,
+    "enricher.bulk_requests": 2,
+    "enricher.dlq": 3,
+    "busy_ms.counter": 2500,
+    "latency.le_0.5": 3,
+    "latency.le_inf": 1,
+    "latency.sum_ms": 4200,
+}
+
+
+def test_figures_read_each_stage_s_counts() -> None:
+    figures = Figures(COUNTS)
+
+    billing = figures.source("billing")
+    assert (billing.records, billing.indexed, billing.acks) == (12, 10, 10)
+    assert (billing.dead_letters, billing.bulk_requests) == (2, 3)
+    assert figures.indexed == 17 and figures.acks == 17
+    assert figures.dead_letters == 6  # indexer 2 + counter 1 + enricher 3
+    assert figures.query_dead_letters("indexer-billing") == 2
+    assert figures.query_dead_letters("enricher") == 3
+    assert figures.pending_keys == 2  # 9 seen - 6 fired - 1 expired
+    assert figures.bulk_requests == 5
+    assert figures.lookups_per_key == 0.25
+    assert figures.batch_seconds("counter") == 2.5
+    assert dict(figures.latency_buckets())[0.5] == 3 and figures.latency_sum_seconds == 4.2
+
+
+def test_the_headline_and_the_status_line_say_the_same() -> None:
+    figures = Figures(COUNTS)
+
+    headline = figures.headline()
+    line = figures.status_line({"kafka": "Kafka unavailable, retrying"})
+
+    assert headline["enriched"] == 8 and headline["pending_keys"] == 2
+    assert headline["es_requests_per_key"] == 0.25 and headline["dead_letters"] == 6
+    assert line.startswith("[Kafka unavailable, retrying]  indexed 17  acks 17  pending keys 2")
+    assert "incomplete 1" in line and "updated" not in line  # only lifecycle events that happened
+    assert line.endswith("enriched 8  dlq 6  ES lookups 2")
+
+
+def test_an_empty_run_reads_as_zeros() -> None:
+    figures = Figures({})
+
+    assert figures.headline()["es_requests_per_key"] is None
+    assert figures.source("billing").indexed == 0 and figures.driver_peak_mb("jvm") is None
