@@ -31,12 +31,12 @@ first, which then fails with :class:`FencedError`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay
 
 from fusion.core.settings import KafkaSettings
 from fusion.runtime import clients
@@ -51,6 +51,10 @@ T = TypeVar("T")
 _FENCED = frozenset(
     {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 )
+
+
+class _TakeOver(Exception):
+    """Fenced by the attempt this one replaces: start over under the same id, once."""
 
 
 @dataclass(frozen=True)
@@ -116,9 +120,10 @@ class TransactionalOutput:
         :class:`FencedError`: the driver of a query that another process runs too.
         """
         records = list(records)
-        deadline = time.monotonic() + self.budget
         took_over = False
-        while True:
+
+        def attempt() -> Published:
+            nonlocal took_over
             done = self.committed(query, batch_id)
             if done is not None:
                 return Published(done, written=False)
@@ -129,22 +134,36 @@ class TransactionalOutput:
                 # Drop the producer without a word: the next one's init fences it.
                 self._producer = None
                 self._retried(f"Kafka transaction stuck, starting over: {exc}")
-                if time.monotonic() > deadline:
-                    raise TransactionError(self.transactional_id, str(exc)) from None
-                continue
+                raise
             except KafkaException as exc:
                 error = exc.args[0]
                 fenced = error.code() in _FENCED or error.fatal()
                 self._abandon(error)
                 if fenced and take_over and not took_over:
                     took_over = True
-                    continue
+                    raise _TakeOver from None
                 if fenced:
                     raise FencedError(self.transactional_id) from None
                 raise TransactionError(self.transactional_id, str(error)) from None
             self._marker = marker
             crash_point(f"{self.points}.after_commit")
             return Published(marker, written=True)
+
+        # Start over, with a new producer, while Kafka is stuck (for the budget) or
+        # once after taking the transactional id over; tenacity, like every retry.
+        try:
+            for again in Retrying(
+                stop=stop_after_delay(self.budget),
+                retry=retry_if_exception_type((Stuck, _TakeOver)),
+                reraise=True,
+            ):
+                with again:
+                    return attempt()
+        except Stuck as exc:
+            raise TransactionError(self.transactional_id, str(exc)) from None
+        except _TakeOver:
+            raise FencedError(self.transactional_id) from None
+        raise AssertionError("unreachable: tenacity returns or raises")
 
     def close(self) -> None:
         if self._producer is not None:
