@@ -64,11 +64,13 @@ def _count_pass(name: str) -> int:
         with _lock:
             _passes[name] += 1
             return _passes[name]
-    # One byte appended per pass: the file's size is the pass number, across processes.
+    # One byte appended per pass, across processes. The pass number is where this
+    # process's own byte landed (the offset O_APPEND's write left), not the file's
+    # size afterwards: two tasks passing together would both read the later size.
     fd = os.open(Path(directory) / f"{name}.passes", os.O_CREAT | os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, b".")
-        return os.fstat(fd).st_size
+        return os.lseek(fd, 0, os.SEEK_CUR)
     finally:
         os.close(fd)
 

@@ -29,6 +29,27 @@ def test_a_point_fires_at_its_nth_pass_counted_across_processes(tmp_path: Path) 
     assert faults.hit(tmp_path, "indexer.after_bulk")
 
 
+def test_concurrent_passes_each_get_their_own_number(tmp_path: Path) -> None:
+    # Spark runs several tasks at once: two that pass a point together must not
+    # both read the same count (then neither is the first, and the point never fires).
+    code = (
+        "import sys, time\n"
+        "from fusion.runtime import faults\n"
+        "start = float(sys.argv[1])\n"
+        "while time.time() < start: pass\n"
+        "print(*(faults._count_pass('indexer.after_commit') for _ in range(200)))\n"
+    )
+    start = str(time.time() + 1.5)
+    env = os.environ | {faults.DIR_ENV: str(tmp_path)}
+    children = [
+        subprocess.Popen([sys.executable, "-c", code, start], env=env, stdout=subprocess.PIPE)
+        for _ in range(6)
+    ]
+    seen = [int(n) for child in children for n in child.communicate()[0].split()]
+
+    assert sorted(seen) == list(range(1, 6 * 200 + 1))
+
+
 def test_other_points_and_no_environment_do_nothing(tmp_path: Path) -> None:
     env = {faults.CRASH_ENV: "counter.before_commit", faults.DIR_ENV: str(tmp_path)}
 
