@@ -54,7 +54,7 @@ class QueryFailedError(FusionError):
 
 
 class IndexingError(FusionError):
-    """Elasticsearch kept failing transiently until the retry budget ran out."""
+    """Some documents of a bulk write were still refused when the retry budget ran out."""
 
     exit_code = ExitCode.UNAVAILABLE
 
