@@ -1,9 +1,11 @@
 """Run the pipeline: create topics and indexes, start the queries, watch them, stop them.
 
-By default every query runs in one Spark application: one indexer per source,
-the counter and the enricher. ``only`` runs one component, e.g. for
-spark-submit per component: ``indexers``, ``indexer:<source>``, ``counter``,
-``enricher``.
+By default every query runs in one Spark application: one indexer query over
+every source topic and the counter, whose output task enriches the keys it
+fires (``enrich_in = "counter"``); with ``enrich_in = "enricher"`` an enricher
+query of its own does that. ``only`` runs one component, e.g. for
+spark-submit per component: ``indexers``, ``indexer:<source>`` (one source's
+indexer as a query of its own), ``counter``, ``enricher``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from fusion.runtime.listener import ProgressListener
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.prometheus import MetricsServer, PipelineCollector
 from fusion.runtime.watch import ctrl_c_stops_at_next_poll, driver_memory, run_until
+from fusion.single import QUERY as SINGLE
+from fusion.single import start_single
 from indexers.query import start_indexer
 
 if TYPE_CHECKING:
@@ -39,6 +43,7 @@ class Selection:
     indexers: tuple[str, ...]
     counter: bool
     enricher: bool
+    single: bool = False  # the whole pipeline as one query (layout = "single")
     # One query of the caller's instead of the stages, by name: the benchmark's
     # naive baseline (fusion.bench.naive), which the pipeline knows nothing of.
     instead: tuple[str, Starter] | None = None
@@ -47,27 +52,45 @@ class Selection:
         """The selected queries' names (their checkpoints' too)."""
         if self.instead is not None:
             return [self.instead[0]]
-        names = [f"indexer-{source}" for source in self.indexers]
+        if self.single:
+            return [SINGLE]
+        names = [lag.indexer_stage(config, self.indexers)] if self.indexers else []
         return names + ["counter"] * self.counter + ["enricher"] * self.enricher
 
 
 def select(config: PipelineConfig, only: str | None) -> Selection:
-    """Parse ``--only``."""
-    everything = Selection(config.source_names, True, True)
+    """Parse ``--only`` (a component of a pipeline with ``layout = "stages"``)."""
+    components = ["indexers", "counter", "enricher"]
+    components += [f"indexer:{s}" for s in config.source_names]
+    if only is not None and only not in components:
+        choices = ", ".join(components)
+        raise ConfigError("--only", "", f"unknown component {only!r}; choose one of {choices}")
+    if config.pipeline.layout == "single":
+        if only is not None:
+            raise ConfigError(
+                "--only",
+                only,
+                'this pipeline runs as one query (layout = "single"); set layout = "stages" '
+                "in [pipeline] to run its components apart",
+            )
+        return Selection((), False, False, single=True)
+    separate = config.pipeline.enrich_in == "enricher"
     if only is None:
-        return everything
+        return Selection(config.source_names, True, separate)
     if only == "indexers":
         return Selection(config.source_names, False, False)
     if only == "counter":
         return Selection((), True, False)
     if only == "enricher":
+        if not separate:
+            raise ConfigError(
+                "--only",
+                "enricher",
+                'this pipeline enriches in the counter\'s task (enrich_in = "counter"); set '
+                'enrich_in = "enricher" in [pipeline] to run the enricher as a query of its own',
+            )
         return Selection((), False, True)
-    if only.startswith("indexer:") and only.removeprefix("indexer:") in config.source_names:
-        return Selection((only.removeprefix("indexer:"),), False, False)
-    choices = ", ".join(
-        ["indexers", "counter", "enricher"] + [f"indexer:{s}" for s in config.source_names]
-    )
-    raise ConfigError("--only", "", f"unknown component {only!r}; choose one of {choices}")
+    return Selection((only.removeprefix("indexer:"),), False, False)
 
 
 def prepare(config: PipelineConfig) -> None:
@@ -85,9 +108,11 @@ def start(
     ProgressListener.attach(spark, config, metrics)
     if selection.instead is not None:
         return [selection.instead[1](spark, config, metrics)]
-    queries = [
-        start_indexer(spark, config, config.source(name), metrics) for name in selection.indexers
-    ]
+    if selection.single:
+        return [start_single(spark, config, metrics)]
+    queries = []
+    if selection.indexers:
+        queries.append(start_indexer(spark, config, selection.indexers, metrics))
     if selection.counter:
         queries.append(start_counter(spark, config, metrics))
     if selection.enricher:

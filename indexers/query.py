@@ -1,17 +1,31 @@
-"""The indexer query: one Structured Streaming query per source topic.
+"""The indexer query: one Structured Streaming query over every source topic.
 
-Spark reads the topic (``read_committed``); each micro-batch runs one
+Spark reads the source topics (``read_committed``); each micro-batch runs one
 executor task per Kafka partition (:mod:`indexers.task`: parse, bulk-write
-with ``refresh=wait_for``, then the acks and dead letters in one Kafka
-transaction); the driver adds up the tasks' counts and commits the batch
-(:class:`fusion.runtime.stage.BatchStage`).
+with ``refresh=wait_for`` into the partition's source index, then the acks
+and dead letters in one Kafka transaction); the driver adds up the tasks'
+counts and commits the batch (:class:`fusion.runtime.stage.BatchStage`).
+
+One query reads every source by default (``indexers``): each query pays a
+fixed planning and commit cost per micro-batch, whatever its size, so one
+query over N topics costs a fraction of N queries of one. A source still has
+its own index, offsets, dead letters and counts (``indexer.<source>.*``).
+``fusion run --only indexer:<source>`` runs one source's indexer as a query
+of its own (``indexer-<source>``), for a deployment of one process per source.
+
+A query started without a checkpoint starts where the pipeline's other
+indexer queries left each topic (their committed offsets), so switching
+between one query and one per source neither skips nor re-reads records.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig, SourceConfig
+from fusion.core.config import PipelineConfig
+from fusion.runtime import lag
+from fusion.runtime.checkpoint import CheckpointFiles
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.stage import BatchStage, read_kafka, start_foreach_batch
 from fusion.runtime.tasks import Work
@@ -21,21 +35,50 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+EARLIEST = -2  # Spark's startingOffsets JSON for "the earliest offset"
+
 
 class IndexBatch(BatchStage):
-    """The driver side of one source's indexer."""
+    """The driver side of the indexer of ``sources`` (every source, or one)."""
 
-    def __init__(self, config: PipelineConfig, source: SourceConfig, metrics: Metrics) -> None:
-        super().__init__(config, metrics, f"indexer-{source.name}", "indexer")
-        self.source = source
+    def __init__(self, config: PipelineConfig, sources: tuple[str, ...], metrics: Metrics) -> None:
+        super().__init__(config, metrics, lag.indexer_stage(config, sources), "indexer")
+        self.sources = sources
 
     def work(self) -> Work:
-        return IndexPartition(self.source.name)
+        by_topic = {self.config.topic_of(self.config.source(s)): s for s in self.sources}
+        return IndexPartition(by_topic)
 
 
 def start_indexer(
-    spark: SparkSession, config: PipelineConfig, source: SourceConfig, metrics: Metrics
+    spark: SparkSession, config: PipelineConfig, sources: tuple[str, ...], metrics: Metrics
 ) -> StreamingQuery:
-    """Start the indexer of ``source``, checkpointed under ``<checkpoint_dir>/indexer-<name>``."""
-    stream = read_kafka(spark, config, config.topic_of(source))
-    return start_foreach_batch(stream, IndexBatch(config, source, metrics))
+    """Start the indexer of ``sources``, checkpointed under ``<checkpoint_dir>/<its name>``."""
+    stage = IndexBatch(config, sources, metrics)
+    topics = [config.topic_of(config.source(s)) for s in sources]
+    files = CheckpointFiles(spark, config.checkpoint(stage.name))
+    starting = None if files.exists("offsets") else starting_offsets(config, stage.name, topics)
+    stream = read_kafka(spark, config, *topics, starting=starting)
+    return start_foreach_batch(stream, stage)
+
+
+def starting_offsets(config: PipelineConfig, stage: str, topics: list[str]) -> str | None:
+    """Spark's ``startingOffsets`` JSON: where the other indexer queries left ``topics``.
+
+    None when no other indexer query of the pipeline committed any of them
+    (start from the earliest offsets, as a new pipeline does).
+    """
+    others = [s for s in lag.indexer_stages(config) if s != stage]
+    committed: dict[tuple[str, int], int] = {}
+    for _, offsets in lag.stage_markers(config, others).values():
+        for where, offset in offsets.items():
+            committed[where] = max(offset, committed.get(where, 0))
+    if not any(topic in topics for topic, _ in committed):
+        return None
+    partitions = lag.partitions(config, topics)
+    return json.dumps(
+        {
+            topic: {str(p): committed.get((topic, p), EARLIEST) for p in partitions[topic]}
+            for topic in topics
+        }
+    )

@@ -79,6 +79,9 @@ def parse(raw: RawRecord, source: str, key_field: str, max_bytes: int) -> Source
     key_text = str(key)
     if not key_text or len(key_text.encode()) > MAX_KEY_BYTES:
         return dead(f"key field {key_field!r} must be 1 to {MAX_KEY_BYTES} bytes long")
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in key_text):
+        # Control characters have no place in an id; the counter reserves one such key.
+        return dead(f"key field {key_field!r} contains a control character")
     return SourceRecord(key_text, doc, raw.topic, raw.partition, raw.offset, raw.value)
 
 

@@ -1,24 +1,25 @@
 """The indexer's executor task: one Kafka partition's records of a micro-batch, in this order:
 
-1. if this partition's output of the batch was committed already (Spark
-   replays a batch after a crash), stop: nothing is written twice;
-2. parse each record; malformed ones (not JSON, not an object, no key, a bad
+1. parse each record; malformed ones (not JSON, not an object, no key, a bad
    key, too large) become dead letters;
-3. keep the latest record per key (``_id`` = join key, so the last write wins anyway);
-4. bulk-write to the source index with ``refresh=wait_for``, ``_id`` = key and
+2. keep the latest record per key (``_id`` = join key, so the last write wins anyway);
+3. bulk-write to the source index with ``refresh=wait_for``, ``_id`` = key and
    the Kafka offset + 1 as external version; retry 429/5xx/outages with backoff;
    rejected documents become dead letters;
-5. only now, in one Kafka transaction (:mod:`fusion.runtime.exactly_once`), publish the dead
-   letters and one ack per confirmed, searchable document.
+4. only now hand the dead letters and one ack per confirmed, searchable
+   document to the executor's writer, which publishes them in one Kafka
+   transaction with the batch marker (:mod:`fusion.runtime.tasks`), or
+   nothing if this partition's batch was published already.
 
 A crash anywhere fails the task; Spark retries it (or replays the batch),
 which rewrites the same ``_id`` with the same version (or finds a newer one
-there) and then sends the acks.
+there) and then sends the acks, unless they went out already.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from acks.contract import Ack
@@ -28,7 +29,7 @@ from fusion.runtime.bulk import Confirmed, Target, write_documents
 from fusion.runtime.faults import crash_point
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.retry import RetryPolicy
-from fusion.runtime.tasks import Counts, Job, column
+from fusion.runtime.tasks import Job, TaskOutput, column
 from indexers.records import RawRecord, SourceRecord, content_digest, latest_per_key, parse
 
 if TYPE_CHECKING:
@@ -36,12 +37,16 @@ if TYPE_CHECKING:
 
 
 class IndexPartition:
-    """The task function of one source's indexer (picklable: it travels to the executors)."""
+    """The indexer's task function (picklable: it travels to the executors).
 
-    def __init__(self, source: str) -> None:
-        self.source = source
+    A task reads one Kafka partition, so all its records are of one topic,
+    and so of one source: ``by_topic`` tells which.
+    """
 
-    def __call__(self, job: Job, rows: pa.Table) -> Counts:
+    def __init__(self, by_topic: dict[str, str]) -> None:
+        self.by_topic = by_topic
+
+    def __call__(self, job: Job, rows: pa.Table) -> TaskOutput:
         raws = [
             RawRecord(*fields)
             for fields in zip(
@@ -52,16 +57,19 @@ class IndexPartition:
                 strict=True,
             )
         ]
-        return index_records(job, self.source, raws)
+        return index_records(job, self.by_topic[raws[0].topic], raws)
 
 
-def index_records(job: Job, source: str, raws: list[RawRecord]) -> Counts:
-    """Steps 1-5 of the module docstring for one Kafka partition's ``raws``; the task's counts."""
+@dataclass(frozen=True)
+class Indexed(TaskOutput):
+    """An indexer task's output, and the acks among its records (they come last, in order)."""
+
+    acks: Sequence[Ack] = ()
+
+
+def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
+    """Steps 1-4 of the module docstring for one Kafka partition's ``raws``."""
     config = job.config
-    output = job.output(f"{raws[0].topic}-{raws[0].partition}")
-    done = output.committed(job.query, job.batch_id)
-    if done is not None:
-        return {**done.counts, "tasks.replayed": 1}
     records: list[SourceRecord] = []
     dead = []
     for raw in raws:
@@ -84,8 +92,8 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Counts:
     )
     crash_point("indexer.after_bulk")
     dead.extend(written.dead)
-    out = dead_letter_records(config.dlq_topic, dead)
-    out += ack_records(config.acks_topic, _acks(source, written.confirmed))
+    acks = list(_acks(source, written.confirmed))
+    out = dead_letter_records(config.dlq_topic, dead) + ack_records(config.acks_topic, acks)
     prefix = f"indexer.{source}"
     counts = {
         f"{prefix}.records": len(raws),
@@ -96,8 +104,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Counts:
         f"{prefix}.acks": len(written.confirmed),
         "es.retries": retries.get("es.retries"),
     }
-    published = output.publish(job.query, job.batch_id, out, counts)
-    return {**published.marker.counts, "tasks.replayed": int(not published.written)}
+    return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
 
 
 def _acks(source: str, confirmed: list[Confirmed]) -> Iterable[Ack]:

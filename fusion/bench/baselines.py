@@ -39,10 +39,11 @@ def run_counter_only(config: PipelineConfig, dataset: Dataset, workdir: Path) ->
     idle triggers do not count). The cold first batch is reported too.
     """
     topology.delete_all(config)
+    # The counter alone publishes its events and enriches nothing (the acks name no documents).
     config = config.model_copy(
         update={
             "pipeline": config.pipeline.model_copy(
-                update={"max_offsets_per_trigger": len(dataset.records)}
+                update={"max_offsets_per_trigger": len(dataset.records), "enrich_in": "enricher"}
             )
         }
     )

@@ -245,7 +245,7 @@ def run_bench(
         "commit": git_commit(),
         "floor_seconds": round(floor, 3),
         "counter_only": counter,
-        "machine": machine(),
+        "machine": machine(settings),
         "modes": [asdict(results[m]) for m in options.modes],
     }
 

@@ -1,65 +1,28 @@
 """Measuring one step of the sustained-load benchmark: what was sent, what was enriched when.
 
-A step produces at a steady rate for a while; :class:`StepMeter` samples the
-pipeline's backlog as it goes, :class:`EnrichedTimes` reads when each key's
-enriched record reached its topic, and :func:`fusion.bench.sustain.judge`
-tells from both whether the pipeline kept up.
+A step produces at a steady rate for a while; the benchmark samples the
+pipeline's backlog as it goes and reads when each of a key's records reached
+its topic (:class:`fusion.bench.hops.TopicTimes`); :func:`judge` tells from
+both whether the pipeline kept up, and how fast.
+
+A step **keeps up** when every key was enriched and the backlog (records the
+queries still have to read) shows no upward trend over the step's second
+half: the least-squares line through its samples there rises by no more than
+``flat_seconds`` of input. A pipeline slower than the rate builds backlog
+linearly; a faster one holds a bounded backlog, whatever its size. A step is
+**sustained** when it keeps up and its p99 latency is within the objective
+(``slo``): a pipeline many seconds behind is not keeping anyone's promise.
 """
 
 from __future__ import annotations
 
-import threading
-import uuid
 from dataclasses import dataclass, field
-
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from typing import Any
 
 from fusion.bench.report import rounded
-from fusion.core.config import PipelineConfig
-from fusion.runtime import clients
 from fusion.runtime.metrics import percentiles
 
 SAMPLE_SECONDS = 2.0
-
-
-class EnrichedTimes:
-    """Reads the enriched topic (``read_committed``) in a thread: key -> its record's timestamp."""
-
-    def __init__(self, config: PipelineConfig) -> None:
-        self.config = config
-        self.times: dict[str, float] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, name="enriched-times", daemon=True)
-
-    def __enter__(self) -> EnrichedTimes:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def of(self, keys: list[str]) -> dict[str, float]:
-        with self._lock:
-            return {k: self.times[k] for k in keys if k in self.times}
-
-    def _read(self) -> None:
-        consumer = clients.kafka_consumer(self.config.kafka, f"bench-sustain-{uuid.uuid4().hex}")
-        topic = self.config.enriched_topic
-        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        try:
-            while not self._stop.is_set():
-                for message in consumer.consume(num_messages=5_000, timeout=0.5):
-                    key = message.key()
-                    if message.error() is not None or key is None:
-                        continue
-                    _, stamp_ms = message.timestamp()
-                    with self._lock:
-                        self.times.setdefault(key.decode(), stamp_ms / 1000)
-        finally:
-            consumer.close()
 
 
 @dataclass(frozen=True)
@@ -75,13 +38,22 @@ class Sent:
 
 @dataclass(frozen=True)
 class Seen:
-    """What the step observed: enriched times, backlog samples, drain time, ES requests."""
+    """What the step observed: enriched times, backlog samples, drain time, ES requests, hops."""
 
     found: dict[str, float]
     samples: list[tuple[float, int]]
     drained: float
     lookups: int
     enriched: int
+    hops: dict[str, dict[str, float | None]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a step must do to count as sustained (see the module docstring)."""
+
+    slo: float = 3.0  # p99 latency objective, seconds
+    flat_seconds: float = 3.0  # backlog rise allowed over the second half, in seconds of input
 
 
 CDF_POINTS = 200
@@ -100,30 +72,49 @@ class Step:
     latency_p99: float | None
     latency_max: float | None
     requests_per_key: float | None
-    backlog_middle: int
-    backlog_last: int
+    backlog_mean: int  # over the step's second half
+    backlog_rise: int  # of the trend line over the second half, records
     drain_seconds: float
+    kept_up: bool = False  # every key enriched, no upward trend of the backlog
+    hops: dict[str, dict[str, float | None]] = field(default_factory=dict)
     cdf: list[float] = field(default_factory=list)  # latencies at CDF_POINTS quantiles
 
 
-def judge(sent: Sent, seen: Seen, sources: int) -> Step:
-    """The step's latencies and whether the pipeline kept up (see the module docstring)."""
+def backlog_trend(samples: list[tuple[float, int]]) -> tuple[float, float]:
+    """The least-squares slope (records per second) and mean of ``(time, backlog)`` samples."""
+    if len(samples) < 2:
+        return 0.0, float(samples[0][1]) if samples else 0.0
+    n = len(samples)
+    mean_t = sum(t for t, _ in samples) / n
+    mean_b = sum(b for _, b in samples) / n
+    spread = sum((t - mean_t) ** 2 for t, _ in samples)
+    slope = sum((t - mean_t) * (b - mean_b) for t, b in samples) / spread if spread else 0.0
+    return slope, mean_b
+
+
+def judge(sent: Sent, seen: Seen, sources: int, objective: Objective = Objective()) -> Step:
+    """The step's latencies, whether it kept up and whether it was sustained (module docstring)."""
     keys, found, first, seconds = sent.keys, seen.found, sent.first, sent.seconds
     latencies = sorted(found[k] - sent.last_send[k] for k in keys if k in found)
     spread = percentiles(latencies)
-    middle = [n for t, n in seen.samples if seconds / 3 <= t - first < 2 * seconds / 3]
-    last = [n for t, n in seen.samples if t - first >= 2 * seconds / 3]
-    backlog_middle, backlog_last = max(middle, default=0), max(last, default=0)
-    slack = 2 * sent.rate * sources  # two seconds of input, in records
+    half = [(t, n) for t, n in seen.samples if t - first >= seconds / 2]
+    slope, mean = backlog_trend(half)
+    rise = slope * seconds / 2
+    allowed = objective.flat_seconds * sent.rate * sources  # records
+    p99 = spread["p99"]
+    kept_up = sustained = False
     if len(found) < len(keys):
-        sustained, why = (
-            False,
-            f"{len(keys) - len(found)} keys not enriched {seen.drained:.0f} s after",
-        )
-    elif backlog_last > 1.5 * backlog_middle + slack:
-        sustained, why = False, f"backlog grew from {backlog_middle:,} to {backlog_last:,} records"
+        why = f"{len(keys) - len(found)} keys not enriched {seen.drained:.0f} s after"
+    elif rise > allowed:
+        why = f"backlog rose {rise:,.0f} records over the second half ({slope:,.0f}/s)"
     else:
-        sustained, why = True, "every key enriched, backlog bounded"
+        kept_up = True
+        sustained = p99 is not None and p99 <= objective.slo
+        why = (
+            "kept up, p99 within the objective"
+            if sustained
+            else f"kept up, but p99 {p99:.2f} s > objective {objective.slo:g} s"
+        )
     return Step(
         keys_per_second=sent.rate,
         sent_keys_per_second=round(len(keys) / seconds, 1),
@@ -136,11 +127,27 @@ def judge(sent: Sent, seen: Seen, sources: int) -> Step:
         latency_p99=rounded(spread["p99"]),
         latency_max=rounded(latencies[-1]) if latencies else None,
         requests_per_key=round(seen.lookups / seen.enriched, 4) if seen.enriched else None,
-        backlog_middle=backlog_middle,
-        backlog_last=backlog_last,
+        backlog_mean=round(mean),
+        backlog_rise=round(rise),
         drain_seconds=round(seen.drained, 1),
+        kept_up=kept_up,
+        hops=seen.hops,
         cdf=quantiles(latencies, CDF_POINTS),
     )
+
+
+def summary(step: Step | None) -> dict[str, Any] | None:
+    """A step's headline figures (the report's ``sustained`` and ``kept_up`` objects)."""
+    if step is None:
+        return None
+    return {
+        "keys_per_second": step.keys_per_second,
+        "latency_p50": step.latency_p50,
+        "latency_p95": step.latency_p95,
+        "latency_p99": step.latency_p99,
+        "requests_per_key": step.requests_per_key,
+        "hops": step.hops,
+    }
 
 
 def quantiles(ordered: list[float], points: int) -> list[float]:

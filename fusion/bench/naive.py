@@ -31,7 +31,7 @@ from fusion.runtime.exactly_once import OutRecord
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.retry import RetryPolicy
 from fusion.runtime.stage import KAFKA_COLUMNS, BatchStage, read_kafka, start_foreach_batch
-from fusion.runtime.tasks import Counts, Job, Work, column
+from fusion.runtime.tasks import Job, TaskOutput, Work, column
 from indexers.records import RawRecord, SourceRecord, parse
 
 if TYPE_CHECKING:
@@ -62,12 +62,8 @@ class NaiveBatch(BatchStage):
         return batch.select(*KAFKA_COLUMNS, "timestamp").coalesce(1)
 
 
-def naive_partition(job: Job, rows: pa.Table) -> Counts:
+def naive_partition(job: Job, rows: pa.Table) -> TaskOutput:
     """Task function: index each record, then look its key up in the other N-1 indexes."""
-    output = job.output("all")
-    done = output.committed(job.query, job.batch_id)
-    if done is not None:
-        return {**done.counts, "tasks.replayed": 1}
     names = ("value", "topic", "partition", "offset", "timestamp")
     arrived = sorted(
         zip(*(column(rows, name) for name in names), strict=True),
@@ -75,8 +71,7 @@ def naive_partition(job: Job, rows: pa.Table) -> Counts:
     )
     matcher = NaiveMatcher(job.config, job.elasticsearch())
     out = matcher.handle([RawRecord(v, t, p, o) for v, t, p, o, _ in arrived])
-    published = output.publish(job.query, job.batch_id, out, matcher.metrics.counts())
-    return {**published.marker.counts, "tasks.replayed": int(not published.written)}
+    return TaskOutput("all", out, matcher.metrics.counts())
 
 
 class NaiveMatcher:

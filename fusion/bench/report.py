@@ -15,7 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
+from fusion.core.settings import Settings
+from fusion.infra.services import local_broker_version
+from fusion.runtime import clients
 
 
 def git_commit() -> str | None:
@@ -33,15 +35,16 @@ def git_commit() -> str | None:
     return commit + ("+changes" if changed else "")
 
 
-def machine() -> dict[str, Any]:
+def machine(settings: Settings) -> dict[str, Any]:
+    """The machine and the versions measured on, the servers' read from the servers."""
     import pyspark
 
     return {
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "pyspark": pyspark.__version__,
-        "kafka": KAFKA_VERSION,
-        "elasticsearch": ELASTICSEARCH_VERSION,
+        "kafka": local_broker_version(settings.kafka.bootstrap) or "unknown (not on this machine)",
+        "elasticsearch": clients.check_elasticsearch(settings.elasticsearch),
     }
 
 

@@ -7,22 +7,20 @@ second of each other. For each key the latency is
 
     (the enriched record's Kafka timestamp) - (the send time of its last source record)
 
-The enricher publishes that record only after Elasticsearch confirmed the
-enriched document with ``refresh=wait_for``, so the timestamp is taken when
-the document is searchable, never before. The benchmark reads the enriched
-topic as any ``read_committed`` consumer would.
+and each hop's latency (source record → ack, last ack → ready event, ready
+event → enriched record) comes from the records' own Kafka timestamps
+(:mod:`fusion.bench.hops`). The enriched record goes out once Elasticsearch
+has the enriched document; the benchmark reads the topics as any
+``read_committed`` consumer would.
 
-A step is *sustained* when every key was enriched and the pipeline's backlog
-(records its queries still have to read, sampled every ``SAMPLE_SECONDS``)
-did not grow: the largest backlog in the last third of the step is at most
-1.5 times the largest in the middle third plus two seconds of input. A pipeline
-slower than the rate builds backlog linearly, which this catches; the first
-third is left out because a backlog builds up to its steady size there.
-
-The search doubles the rate from ``start_rate`` until a step is not
-sustained, then bisects ``refine`` times. The highest sustained rate is then
-reported with the latency at 25 %, 50 % and 100 % of it (the 100 % step is
-the search's own).
+Whether a step keeps up, and whether it is sustained (keeps up with its p99
+within ``--slo``), is :func:`fusion.bench.meter.judge`'s. The search doubles
+the rate from ``start_rate`` while steps keep up, bisects ``refine`` times
+between the last rate that kept up and the first that did not, then as often
+between the last sustained rate and the first that was not. It reports the
+highest sustained rate (with its latency at 25 %, 50 % and 100 % of it), the
+highest rate that kept up whatever its latency, and steps at fixed rates
+(``at_rates``) for figures that are quoted at a given rate.
 """
 
 from __future__ import annotations
@@ -38,21 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from fusion import pipeline
-from fusion.bench.burst import (
-    BenchOptions,
-    bench_config,
-    produce_timed,
-)
+from fusion.bench.burst import BenchOptions, bench_config, produce_timed
 from fusion.bench.errors import SustainError
 from fusion.bench.generator import Dataset, GenOptions, build_dataset
-from fusion.bench.meter import (
-    SAMPLE_SECONDS,
-    EnrichedTimes,
-    Seen,
-    Sent,
-    Step,
-    judge,
-)
+from fusion.bench.hops import TopicTimes, hop_summary
+from fusion.bench.meter import SAMPLE_SECONDS, Objective, Seen, Sent, Step, judge, summary
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine
 from fusion.core.config import PipelineConfig
@@ -68,31 +56,34 @@ class SustainOptions:
     step_seconds: float = 60.0
     start_rate: float = 100.0  # keys per second
     max_rate: float = 5_000.0
-    refine: int = 2  # bisection steps between the last sustained and the first failed rate
+    refine: int = 2  # bisection steps at each boundary (keeping up, the objective)
     seed: int = 42
     # How long the last keys of a step may take to be enriched once the step's
-    # input is sent, before the step counts as not sustained.
+    # input is sent, before the step counts as not keeping up.
     drain_seconds: float = 120.0
+    slo: float = 3.0  # p99 latency objective, seconds
+    at_rates: tuple[float, ...] = (250.0,)  # steps at fixed rates, reported apart
+    warmup_seconds: float = 120.0  # the JVM compiles Spark's hot code for minutes
 
 
 def run_sustain(
     settings: Settings, options: SustainOptions, on_step: Callable[[str], None] = lambda _: None
 ) -> dict[str, Any]:
-    """Search the highest sustained rate; measure 25 % and 50 % of it; the report."""
+    """Search the highest sustained rate; measure fractions of it and fixed rates; the report."""
     tag = uuid.uuid4().hex[:6]
     config = bench_config(settings, "batched", BenchOptions(1, options.sources), f"s{tag}")
     topology.delete_all(config)
     pipeline.prepare(config)
     workdir = Path(tempfile.mkdtemp(prefix="fusion-sustain-"))
+    objective = Objective(slo=options.slo)
     try:
-        with PipelineProcess(config, workdir) as run, EnrichedTimes(config) as enriched:
+        with PipelineProcess(config, workdir) as run, TopicTimes(config) as times:
             run.wait_started()
-            meter = StepMeter(config, options, run, enriched)
+            meter = StepMeter(config, options, run, times, objective)
             on_step("warming up")
-            meter.step(options.start_rate / 2, seconds=min(options.step_seconds, 20))
+            meter.step(options.start_rate, seconds=options.warmup_seconds)
             search = _search(meter, options, on_step)
-            best = max((s for s in search if s.sustained), key=lambda s: s.keys_per_second,
-                       default=None)  # fmt: skip
+            best = _highest(search, lambda s: s.sustained)
             fractions: list[dict[str, Any]] = []
             if best is not None:
                 for fraction in (0.25, 0.5):
@@ -100,6 +91,10 @@ def run_sustain(
                     on_step(f"{fraction:.0%} of {best.keys_per_second:,.0f} keys/s")
                     fractions.append({"fraction": fraction, **asdict(meter.step(rate))})
                 fractions.append({"fraction": 1.0, **asdict(best)})
+            fixed = []
+            for rate in options.at_rates:
+                on_step(f"fixed rate: {rate:,.0f} keys/s")
+                fixed.append(asdict(meter.step(rate)))
             run.stop()
     finally:
         topology.delete_all(config)
@@ -107,59 +102,89 @@ def run_sustain(
         "kind": "sustain",
         "sources": options.sources,
         "step_seconds": options.step_seconds,
+        "slo_seconds": options.slo,
         "date": now_iso(),
         "commit": git_commit(),
         "spark_master": settings.spark.master,
         "max_offsets_per_trigger": config.pipeline.max_offsets_per_trigger,
         "trigger_interval": config.pipeline.trigger_interval,
-        "machine": machine(),
-        "sustained": _headline(best),
+        "refresh_interval": config.pipeline.refresh_interval,
+        "machine": machine(settings),
+        "sustained": summary(best),
+        "kept_up": summary(_highest(search, lambda s: s.kept_up)),
         "search": [{k: v for k, v in asdict(s).items() if k != "cdf"} for s in search],
         "at_fraction": fractions,
+        "at_rates": fixed,
     }
 
 
-def _headline(best: Step | None) -> dict[str, Any] | None:
-    if best is None:
-        return None
-    return {
-        "keys_per_second": best.keys_per_second,
-        "latency_p50": best.latency_p50,
-        "latency_p95": best.latency_p95,
-        "latency_p99": best.latency_p99,
-        "requests_per_key": best.requests_per_key,
-    }
+def _highest(steps: list[Step], good: Callable[[Step], bool]) -> Step | None:
+    return max((s for s in steps if good(s)), key=lambda s: s.keys_per_second, default=None)
 
 
 def _search(
     meter: StepMeter, options: SustainOptions, on_step: Callable[[str], None]
 ) -> list[Step]:
     steps: list[Step] = []
-    good: float | None = None
-    bad: float | None = None
     rate = options.start_rate
     while rate <= options.max_rate:
         on_step(f"search: {rate:,.0f} keys/s for {options.step_seconds:.0f} s")
         steps.append(meter.step(rate))
-        if not steps[-1].sustained:
-            bad = rate
+        if not steps[-1].kept_up:
             break
-        good, rate = rate, rate * 2
-    if good is None:
-        # Not even the start rate: go down until one is sustained (or give up at 1/8).
-        rate = options.start_rate / 2
-        while good is None and rate >= options.start_rate / 8:
-            on_step(f"search down: {rate:,.0f} keys/s")
-            steps.append(meter.step(rate))
-            good, bad = (rate, bad) if steps[-1].sustained else (None, rate)
-            rate /= 2
-    for _ in range(options.refine if good is not None and bad is not None else 0):
-        assert good is not None and bad is not None
-        rate = round((good + bad) / 2)
-        on_step(f"refine: {rate:,.0f} keys/s")
-        steps.append(meter.step(rate))
-        good, bad = (rate, bad) if steps[-1].sustained else (good, rate)
+        rate *= 2
+    for name, good in (("keeping up", _kept_up), ("the objective", _sustained)):
+        _down(meter, steps, good, options, on_step, name)
+        _refine(meter, steps, good, options.refine, on_step, name)
     return steps
+
+
+def _kept_up(step: Step) -> bool:
+    return step.kept_up
+
+
+def _sustained(step: Step) -> bool:
+    return step.sustained
+
+
+def _down(
+    meter: StepMeter,
+    steps: list[Step],
+    good: Callable[[Step], bool],
+    options: SustainOptions,
+    on_step: Callable[[str], None],
+    name: str,
+) -> None:
+    """No step good yet: halve the lowest rate until one is (or give up at 1/8 of the start)."""
+    rate = min(s.keys_per_second for s in steps) / 2
+    while not any(good(s) for s in steps) and rate >= options.start_rate / 8:
+        on_step(f"search down for {name}: {rate:,.0f} keys/s")
+        steps.append(meter.step(rate))
+        rate /= 2
+
+
+def _refine(
+    meter: StepMeter,
+    steps: list[Step],
+    good: Callable[[Step], bool],
+    times: int,
+    on_step: Callable[[str], None],
+    name: str,
+) -> None:
+    """Bisect between the highest good rate and the lowest bad one above it."""
+    for _ in range(times):
+        best = _highest(steps, good)
+        if best is None:
+            return
+        above = [s.keys_per_second for s in steps if not good(s)]
+        above = [r for r in above if r > best.keys_per_second]
+        if not above:
+            return
+        rate = round((best.keys_per_second + min(above)) / 2)
+        if rate in (best.keys_per_second, min(above)):
+            return
+        on_step(f"refine {name}: {rate:,.0f} keys/s")
+        steps.append(meter.step(rate))
 
 
 def steady_dataset(
@@ -185,19 +210,21 @@ def steady_dataset(
 
 
 class StepMeter:
-    """Runs one step: fresh keys at a rate, backlog samples, latencies, ES requests."""
+    """Runs one step: fresh keys at a rate, backlog samples, latencies per key and hop."""
 
     def __init__(
         self,
         config: PipelineConfig,
         options: SustainOptions,
         run: PipelineProcess,
-        enriched: EnrichedTimes,
+        times: TopicTimes,
+        objective: Objective,
     ) -> None:
         self.config = config
         self.options = options
         self.run = run
-        self.enriched = enriched
+        self.times = times
+        self.objective = objective
         self.stages = pipeline.select(config, None).queries(config)
         self.count = 0
 
@@ -218,8 +245,9 @@ class StepMeter:
         sampler.join(timeout=30)
         drained, found = self._drain(keys)
         lookups, enriched = (a - b for a, b in zip(self._requests(), before, strict=True))
-        seen = Seen(found, samples, drained, lookups, enriched)
-        return judge(sent, seen, self.options.sources)
+        hops = hop_summary(self.times.of(key) for key in keys)
+        seen = Seen(found, samples, drained, lookups, enriched, hops)
+        return judge(sent, seen, self.options.sources, self.objective)
 
     def _sample(self, samples: list[tuple[float, int]], done: threading.Event) -> None:
         while not done.wait(SAMPLE_SECONDS):
@@ -231,14 +259,14 @@ class StepMeter:
         deadline = started + self.options.drain_seconds
         while True:
             self.run.check()
-            found = self.enriched.of(keys)
+            found = self.times.enriched(keys)
             if self._caught_up(keys):
                 return time.monotonic() - started, found
             if time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         # Not drained in time: let it finish anyway (up to 10 min), so the next
-        # step starts from an empty pipeline; this step counts as not sustained.
+        # step starts from an empty pipeline; this step counts as not keeping up.
         give_up = time.monotonic() + 600
         while not self._caught_up(keys):
             self.run.check()
@@ -251,11 +279,14 @@ class StepMeter:
         return self.options.drain_seconds, found  # keys found within the drain time
 
     def _caught_up(self, keys: list[str]) -> bool:
-        enriched = len(self.enriched.of(keys)) == len(keys)
+        enriched = len(self.times.enriched(keys)) == len(keys)
         return enriched and lag.behind(self.config, self.stages) == 0
 
     def _requests(self) -> tuple[int, int]:
-        """The enricher's cumulative (lookups, enriched keys) from its last committed marker."""
-        marker = lag.stage_markers(self.config, "enricher")["enricher"][0]
-        figures = Figures(marker.counts if marker is not None else {})
+        """The pipeline's cumulative (lookups, enriched keys), from its stages' last markers."""
+        counts: dict[str, int] = {}
+        for marker, _ in lag.stage_markers(self.config, self.stages).values():
+            for name, value in (marker.counts if marker is not None else {}).items():
+                counts[name] = counts.get(name, 0) + value
+        figures = Figures(counts)
         return figures.lookups, figures.enriched

@@ -46,6 +46,13 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
             "",
             "need at least 2 sources, steps of 3 s or more and 0 < start rate <= max rate",
         )
+    at_rates = tuple(args.at) if args.at else (250.0,)
+    if args.slo <= 0 or any(rate <= 0 for rate in at_rates) or args.warmup_seconds < 0:
+        raise ConfigError(
+            "--slo/--at/--warmup-seconds",
+            "",
+            "need a positive objective and rates, and a warm-up >= 0",
+        )
     clients.check_kafka(settings.kafka)
     clients.check_elasticsearch(settings.elasticsearch)
     options = bench_sustain.SustainOptions(
@@ -54,6 +61,9 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
         start_rate=args.start_rate,
         max_rate=args.max_rate,
         seed=args.seed,
+        slo=args.slo,
+        at_rates=at_rates,
+        warmup_seconds=args.warmup_seconds,
     )
     with Tracker(err, "sustained-load benchmark", "steps", rate=False) as tracker:
         report = bench_sustain.run_sustain(settings, options, on_step=tracker.step)

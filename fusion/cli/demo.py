@@ -106,14 +106,14 @@ def start_afresh(config: PipelineConfig, reset: bool) -> None:
         )
     topology.delete_all(config)
     topology.ensure_indexes(es, config)
-    es.indices.put_mapping(index=config.enriched_index, meta=OWNER)
+    es.indices.put_mapping(index=config.enriched_index, meta=topology.index_meta(config) | OWNER)
     topology.ensure_topics(config)
 
 
 def _made_by_demo(es: Elasticsearch, config: PipelineConfig) -> bool:
     mapping = es.options(ignore_status=404).indices.get_mapping(index=config.enriched_index)
     meta = mapping.get(config.enriched_index, {}).get("mappings", {}).get("_meta", {})
-    return bool(meta == OWNER)
+    return all(meta.get(name) == value for name, value in OWNER.items())
 
 
 def _report(

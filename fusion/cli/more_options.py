@@ -109,8 +109,9 @@ def add_bench(commands: Commands) -> None:
     sustain.add_argument(
         "--sustain",
         action="store_true",
-        help="instead of a burst: the highest steady rate the pipeline keeps up with (batched "
-        "mode), and its latency at 25/50/100 %% of that rate",
+        help="instead of a burst: the highest steady rate the pipeline keeps up with within "
+        "the latency objective (batched mode), its latency per hop at 25/50/100 %% of that "
+        "rate, and the highest rate it keeps up with at all",
     )
     sustain.add_argument(
         "--step-seconds", type=float, default=60.0, help="seconds per rate step (60)"
@@ -118,6 +119,26 @@ def add_bench(commands: Commands) -> None:
     sustain.add_argument("--start-rate", type=float, default=100.0, help="first rate, keys/s (100)")
     sustain.add_argument(
         "--max-rate", type=float, default=5000.0, help="highest rate tried, keys/s (5,000)"
+    )
+    sustain.add_argument(
+        "--slo",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="the latency objective: a rate is sustained if it keeps up with p99 <= this (3)",
+    )
+    sustain.add_argument(
+        "--at",
+        type=float,
+        action="append",
+        metavar="KEYS_PER_S",
+        help="also measure a step at this rate, reported apart (repeatable; default 250)",
+    )
+    sustain.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=120.0,
+        help="a first step, not reported, while the JVM compiles Spark's hot code (120)",
     )
     scale = commands.add(
         "bench-scale",

@@ -41,6 +41,15 @@ LookupMode = Literal["batched", "per-source"]
 OnTimeout = Literal["incomplete", "partial"]
 # What a change to an already-enriched key's source does: rewrite its enriched document, or not.
 OnUpdate = Literal["reenrich", "ignore"]
+# Where a fired key is enriched: in the counter's own output task (one micro-batch
+# hop less: the default), or by an enricher query of its own, which reads the
+# ready topic (a deployment that runs the enricher apart from the counter).
+EnrichIn = Literal["counter", "enricher"]
+# How the stages run: "single", one Spark query that indexes, counts and enriches
+# in each micro-batch (a key is enriched in the batch its last source arrives in);
+# or "stages", a query per stage handing over through Kafka topics, each of which
+# `fusion run --only` can run in a process of its own.
+Layout = Literal["single", "stages"]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -72,6 +81,41 @@ def parse_duration(value: object) -> float | None:
 
 
 Duration = Annotated[float | None, BeforeValidator(parse_duration)]
+PositiveDuration = Annotated[float, BeforeValidator(parse_duration)]
+
+_SPARK_UNITS = {"millisecond": "ms", "milliseconds": "ms", "second": "s", "seconds": "s",
+                "minute": "m", "minutes": "m"}  # fmt: skip
+_ES_INTERVAL = re.compile(r"^(-1|\d+(ms|s|m|h|d))$")
+
+
+def parse_trigger(value: object) -> str:
+    """A trigger interval as Spark takes it (``"250 milliseconds"``), from ``"250ms"``,
+    ``"1s"``, ``"0"`` (as fast as the queries go) or Spark's own spelling."""
+    text = str(value).strip().lower()
+    words = text.split()
+    if len(words) == 2 and words[1] in _SPARK_UNITS:
+        text = words[0] + _SPARK_UNITS[words[1]]
+    if text in ("0", "0s", "0ms"):
+        return "0 milliseconds"
+    match = _DURATION.match(text)
+    if match is None or match.group(2) not in ("ms", "s", "m"):
+        raise ValueError(
+            f'{value!r} is not a trigger interval; write e.g. "250ms", "1s" or "0" (no pause)'
+        )
+    return f"{round(float(match.group(1)) * _UNIT_SECONDS[match.group(2)] * 1000)} milliseconds"
+
+
+def check_refresh_interval(value: str) -> str:
+    """An Elasticsearch refresh interval: ``"200ms"``, ``"1s"``, ``"30s"`` or ``"-1"`` (off)."""
+    if not _ES_INTERVAL.match(value.strip()):
+        raise ValueError(
+            f'{value!r} is not an Elasticsearch interval; write e.g. "200ms", "1s" or "-1"'
+        )
+    return value.strip()
+
+
+TriggerInterval = Annotated[str, BeforeValidator(parse_trigger)]
+RefreshInterval = Annotated[str, BeforeValidator(check_refresh_interval)]
 
 
 class SourceConfig(BaseModel):
@@ -109,6 +153,8 @@ class PipelineSection(BaseModel):
     incomplete_topic: str | None = None
     updates_topic: str | None = None
     lookup: LookupMode = "batched"
+    layout: Layout = "single"
+    enrich_in: EnrichIn = "counter"
     mget_chunk: int = Field(default=1000, ge=1, le=10_000)
     # One bulk request per micro-batch in the common case: refresh=wait_for then
     # waits for one refresh per batch instead of one per chunk.
@@ -116,8 +162,16 @@ class PipelineSection(BaseModel):
     # Large micro-batches under a backlog: the counter pays its state round trips
     # once per key and batch, so fewer, larger batches cost less.
     max_offsets_per_trigger: int = Field(default=100_000, ge=1)
-    refresh_interval: str = "1s"
-    trigger_interval: str = "500 milliseconds"
+    # Elasticsearch's refresh interval on the source indexes: an indexer task's
+    # bulk write waits for the next refresh (refresh=wait_for) before it acks,
+    # so this bounds the index hop; each refresh costs Elasticsearch CPU.
+    refresh_interval: RefreshInterval = "200ms"
+    # ... and on the enriched index, whose writes do not wait for a refresh: how
+    # soon an enriched document is searchable after its record is on the topic.
+    enriched_refresh_interval: RefreshInterval = "1s"
+    # How often each query looks for new input when it is idle (a batch that
+    # takes longer is followed by the next at once).
+    trigger_interval: TriggerInterval = "100 milliseconds"
     max_record_bytes: int = Field(default=1024 * 1024, ge=1)
     # How long a stage retries an unreachable Elasticsearch or Kafka before its query fails.
     retry_budget_seconds: float = Field(default=300.0, gt=0)
@@ -128,6 +182,9 @@ class PipelineSection(BaseModel):
     timeout: Duration = None
     on_timeout: OnTimeout = "incomplete"
     on_update: OnUpdate = "reenrich"
+    # How finely deadlines are scheduled: a deadline fires within this (plus one
+    # micro-batch) of its time; a pipeline idles between deadline buckets.
+    deadline_resolution: PositiveDuration = 1.0
     # How long the counter remembers a key after its last change: fired keys
     # watch for updates, expired ones for a late source, for this long.
     state_ttl: Duration = 7 * 86400.0
@@ -162,6 +219,11 @@ class PipelineConfig(Settings):
     def _check_lifecycle(self) -> PipelineConfig:
         if not self.required_sources:
             raise ValueError("at least one source must be required (required = true)")
+        if self.pipeline.layout == "single" and self.pipeline.enrich_in == "enricher":
+            raise ValueError(
+                'enrich_in = "enricher" needs layout = "stages" (a single query enriches '
+                "in the counter's task)"
+            )
         ttl = self.pipeline.state_ttl
         longest = max((t for t in self.timeouts.values() if t is not None), default=0.0)
         if ttl is not None and longest >= ttl:
@@ -242,6 +304,16 @@ class PipelineConfig(Settings):
         return self.pipeline.markers_topic or f"{self.name}.markers"
 
     @property
+    def clock_topic(self) -> str:
+        """The counter's clock: a tick when a deadline is due (:mod:`fusion.counter.clock`)."""
+        return f"{self.name}.clock"
+
+    @property
+    def has_deadlines(self) -> bool:
+        """Whether any source has a timeout (the counter then runs the deadline clock)."""
+        return any(timeout is not None for timeout in self.timeouts.values())
+
+    @property
     def enriched_index(self) -> str:
         return self.pipeline.enriched_index or f"{self.name}-enriched"
 
@@ -254,6 +326,11 @@ class PipelineConfig(Settings):
         if "://" in configured:
             return configured.rstrip("/")
         return Path(configured).expanduser().resolve().as_uri()
+
+    @property
+    def counter_query(self) -> str:
+        """The query that keeps the counter's state: ``single``, or ``counter`` in stages."""
+        return "single" if self.pipeline.layout == "single" else "counter"
 
     def checkpoint(self, query: str) -> str:
         """The checkpoint URI of one query (``indexer-<source>``, ``counter``, ``enricher``)."""
@@ -284,4 +361,5 @@ class PipelineConfig(Settings):
             self.incomplete_topic,
             self.updates_topic,
             self.markers_topic,
+            self.clock_topic,
         ]

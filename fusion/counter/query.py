@@ -29,16 +29,20 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from acks.contract import ACK_SPARK_SCHEMA
 from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter
+from fusion.counter import clock
 from fusion.counter.decisions import Rules
+from fusion.enricher.task import Wanted, Where, enrich
 from fusion.runtime.exactly_once import OutRecord
 from fusion.runtime.metrics import Metrics
-from fusion.runtime.stage import BatchStage, read_kafka, start_foreach_batch
-from fusion.runtime.tasks import Counts, Job, Work, column
+from fusion.runtime.retry import RetryPolicy
+from fusion.runtime.stage import BatchStage, read_kafka, start_foreach_batch, task_counts
+from fusion.runtime.tasks import Job, TaskCount, TaskOutput, Work, attributed, column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,44 +53,104 @@ if TYPE_CHECKING:
 class CounterBatch(BatchStage):
     """The driver side of the counter: its tasks publish the events of each state partition."""
 
-    def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
-        super().__init__(config, metrics, "counter", "counter")
+    def __init__(self, config: PipelineConfig, metrics: Metrics, name: str = "counter") -> None:
+        super().__init__(config, metrics, name, "counter")
+        self.clock: clock.DeadlineClock | None = None  # with deadlines: see start_counter
 
     def work(self) -> Work:
         return publish_events
 
+    def settle(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
+        plain, buckets = clock.split_counts(counts)
+        if self.clock is not None:
+            self.clock.batch_done(batch_ms, buckets)
+        return plain
+
     def columns(self, batch: DataFrame) -> DataFrame:
         return batch
 
+    def run(self, batch: DataFrame, job: Job) -> list[TaskCount]:
+        if self.config.pipeline.enrich_in == "counter":
+            return super().run(batch, job)  # a Python task enriches what fired
+        # Nothing to enrich here: the events go from the JVM processor to Kafka directly.
+        config, spark = self.config, batch.sparkSession
+        events = spark._jvm.fusion.counter.CounterEvents  # type: ignore[union-attr]
+        topics = {
+            "ready": config.ready_topic,
+            "updated": config.updates_topic,
+            "incomplete": config.incomplete_topic,
+            "dlq": config.dlq_topic,
+            "resolution_ms": str(int(config.pipeline.deadline_resolution * 1000)),
+        }
+        return task_counts(events.publish(batch._jdf, self.spec(job, spark), json.dumps(topics)))
 
-def publish_events(job: Job, rows: pa.Table) -> Counts:
-    """Task function: one state partition's events of a batch, in one Kafka transaction.
 
-    The transactional id is derived from the state partition: a replay
-    recomputes the same events for the same partition from the same state.
+def publish_events(job: Job, rows: pa.Table) -> TaskOutput:
+    """Task function: one state partition's events of a batch, for one Kafka transaction.
+
+    With ``enrich_in = "counter"`` the task also enriches the keys it fired
+    (and updated, and expired with ``on_timeout = "partial"``): it looks their
+    documents up, writes the enriched documents, and hands the enriched
+    records to the writer with the events, for the same transaction. The
+    transactional id is derived from the state partition: a replay recomputes
+    the same events for the same partition from the same state.
     """
     from pyspark import TaskContext
 
     context = TaskContext.get()
     assert context is not None, "publish_events runs in a Spark task"
-    output = job.output(f"p{context.partitionId()}")
-    done = output.committed(job.query, job.batch_id)
-    if done is not None:
-        return {**done.counts, "tasks.replayed": 1}
     config = job.config
+    events = decided_events(config, rows)
+    out, counts = events.records, events.counts
+    if events.to_enrich:
+        retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+        enrichment = enrich(config, job.elasticsearch(), events.to_enrich, retry)
+        out += enrichment.records
+        counts |= enrichment.counts
+    return TaskOutput(f"p{context.partitionId()}", out, counts)
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One state partition's events of a batch: records, counts, and the keys to enrich."""
+
+    records: list[OutRecord]
+    counts: dict[str, int]
+    to_enrich: list[Wanted]
+
+
+def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
+    """The counter's output rows as Kafka records (events, dead letters) and counts.
+
+    With ``enrich_in = "counter"``, also the events whose keys the task
+    enriches now; they are not on their topics yet (they go out in the same
+    transaction), so a dead letter about one names no offset (-1).
+    """
     topics = {
         "ready": config.ready_topic,
         "updated": config.updates_topic,
         "incomplete": config.incomplete_topic,
     }
+    enriched = {"ready", "updated"} | (
+        {"incomplete"} if config.pipeline.on_timeout == "partial" else set()
+    )
+    inline = config.pipeline.enrich_in == "counter"
+    resolution = int(config.pipeline.deadline_resolution * 1000)
     out: list[OutRecord] = []
+    to_enrich: list[Wanted] = []
     kinds: Counter[str] = Counter()
+    other: Counter[str] = Counter()  # the clock's buckets; the indexer's counts in a single query
     names = ("kind", "key", "event", "reason", "raw", "topic", "partition", "offset")
     for kind, key, event, reason, raw, topic, partition, offset in zip(
         *(column(rows, name) for name in names), strict=True
     ):
         kinds[kind] += 1
-        if kind == "dead":
+        if kind == "count":  # passed through: name as key, executor as reason, value as offset
+            other[key] += offset
+            other[attributed(key, reason)] += offset
+        elif kind == "timer":
+            other[f"{clock.PREFIX}{clock.bucket_of(int(event), resolution)}"] += 1
+        elif kind == "dead":
             letter = DeadLetter.of(
                 reason,
                 "counter",
@@ -97,23 +161,39 @@ def publish_events(job: Job, rows: pa.Table) -> Counts:
             )
             out.append((config.dlq_topic, key or None, letter.to_bytes()))
         elif kind != "new":
-            out.append((topics[kind], key, event.encode()))
+            value = event.encode()
+            out.append((topics[kind], key, value))
+            if inline and kind in enriched:
+                to_enrich.append(inline_event(kind, key, value, (topics[kind], -1, -1)))
     counts = {
         "counter.dlq": kinds["dead"],
         "counter.fired": kinds["ready"],
         "counter.updated": kinds["updated"],
         "counter.incomplete": kinds["incomplete"],
         "counter.keys": kinds["new"],
-    }
-    published = output.publish(job.query, job.batch_id, out, counts)
-    return {**published.marker.counts, "tasks.replayed": int(not published.written)}
+    } | dict(other)
+    return Decided(out, counts, to_enrich)
+
+
+def inline_event(kind: str, key: str, value: bytes, where: Where) -> Wanted:
+    """What the enrichment needs of an event the counter decided just now."""
+    data = json.loads(value)
+    fired_at = data["expired_at"] if kind == "incomplete" else data["fired_at"]
+    return Wanted(key, kind, fired_at, where, value)
 
 
 def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
-    """The ack topic as rows of the fields the counter reads, plus where each ack came from."""
+    """The ack topic as rows of the fields the counter reads, plus where each ack came from.
+
+    With deadlines, the clock topic is read too: its ticks make micro-batches
+    (which fire due timers) and are dropped here, before the acks are grouped.
+    """
     from pyspark.sql import functions as F
 
-    stream = read_kafka(spark, config, config.acks_topic)
+    topics = [config.acks_topic] + [config.clock_topic] * config.has_deadlines
+    stream = read_kafka(spark, config, *topics)
+    if config.has_deadlines:
+        stream = stream.where(F.col("topic") != F.lit(config.clock_topic))
     ack = F.from_json(F.col("value").cast("string"), ACK_SPARK_SCHEMA)
     return stream.select(
         # A malformed ack still needs a group; its Kafka key (or "") gets it to the processor.
@@ -126,23 +206,11 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
         "topic",
         "partition",
         "offset",
+        F.lit("ack").alias("kind"),
     )
 
 
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
-
-
-def runs_idle_batches(config: PipelineConfig) -> bool:
-    """Whether the counter needs micro-batches without new acks: only to fire deadlines.
-
-    An idle batch of ``transformWithState`` in processing-time mode is not
-    free (a job over every state partition, a Python pass and a state-store
-    commit each): on two cores, running one every trigger took most of the
-    machine while nothing arrived. Without deadlines no timer is ever
-    registered; state that outlived ``state_ttl`` then leaves at the next
-    batch that has acks, not while the counter is idle.
-    """
-    return any(timeout is not None for timeout in config.timeouts.values())
 
 
 def rules_json(rules: Rules) -> str:
@@ -174,6 +242,21 @@ def counted_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
 
 
 def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
-    counted = counted_acks(spark, config)
-    conf = {NO_DATA_BATCHES: str(runs_idle_batches(config)).lower()}
-    return start_foreach_batch(counted, CounterBatch(config, metrics), conf)
+    """Start the counter; with deadlines, its clock too (:mod:`fusion.counter.clock`).
+
+    The counter runs no micro-batch without new input (an empty batch of
+    ``transformWithState`` is a job over every state partition: on two cores,
+    one per trigger took most of the machine while nothing arrived); the
+    clock's ticks are the input that fires deadlines on time.
+    """
+    stage = CounterBatch(config, metrics)
+    started: list[StreamingQuery] = []
+    if config.has_deadlines:
+        # Before the query starts: its first batch already reports deadlines.
+        stage.clock = clock.DeadlineClock(config, alive=lambda: started[0].isActive)
+        stage.clock.schedule.add(clock.registered_deadlines(spark, config))
+    query = start_foreach_batch(counted_acks(spark, config), stage, {NO_DATA_BATCHES: "false"})
+    started.append(query)
+    if stage.clock is not None:
+        stage.clock.start()
+    return query

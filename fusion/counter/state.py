@@ -22,7 +22,7 @@ STATE_VAR = "key_state"  # the ValueState name in fusion.counter.query.AckCounte
 
 def has_state(spark: SparkSession, config: PipelineConfig) -> bool:
     """Whether the counter committed at least one batch (before that there is nothing to read)."""
-    return bool(committed_batches(CheckpointFiles(spark, config.checkpoint("counter"))))
+    return bool(committed_batches(CheckpointFiles(spark, config.checkpoint(config.counter_query))))
 
 
 def states(spark: SparkSession, config: PipelineConfig, batch_id: int | None = None) -> DataFrame:
@@ -31,7 +31,7 @@ def states(spark: SparkSession, config: PipelineConfig, batch_id: int | None = N
     reader = spark.read.format("statestore").option("stateVarName", STATE_VAR)
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
-    return reader.load(config.checkpoint("counter")).select(
+    return reader.load(config.checkpoint(config.counter_query)).select(
         "key.k", "value.value.*", "value.ttlExpirationMs"
     )
 

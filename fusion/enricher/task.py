@@ -2,19 +2,21 @@
 
 In this order:
 
-1. if this partition's output of the batch was committed already (a replay), stop;
-2. parse the events (malformed ones become dead letters) and keep one per key;
-3. fetch the keys' source documents from Elasticsearch (:mod:`fusion.enricher.lookups`:
+1. parse the events (malformed ones become dead letters) and keep one per key;
+2. fetch the keys' source documents from Elasticsearch (:mod:`fusion.enricher.lookups`:
    one ``_mget`` per chunk in ``batched`` mode, N GETs per key in ``per-source``);
-4. build each enriched document (:func:`fusion.enricher.document.build_enriched`); a key
+3. build each enriched document (:func:`fusion.enricher.document.build_enriched`); a key
    whose documents are no longer all in Elasticsearch becomes a dead letter;
-5. bulk-write the enriched documents: ``_id`` = key, external version = the sum
+4. bulk-write the enriched documents: ``_id`` = key, external version = the sum
    of the source versions, so a replay rewrites the same document and an
    enrichment from older source documents never overwrites a newer one;
-6. publish them to the enriched topic and the dead letters to the DLQ in one
-   Kafka transaction (:mod:`fusion.runtime.exactly_once`): exactly once per batch.
+5. hand the enriched records and the dead letters to the executor's writer,
+   which publishes them in one Kafka transaction with the batch marker
+   (:mod:`fusion.runtime.tasks`): exactly once per batch.
 
-Steps 2-5 are :func:`enrich_events`, which ``fusion reconcile`` runs too.
+Steps 1-4 are :func:`enrich_events`, which ``fusion reconcile`` runs too;
+steps 2-4 are :func:`enrich`, which the counter's task runs on the keys it
+fires (``enrich_in = "counter"``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from fusion.runtime.exactly_once import OutRecord
 from fusion.runtime.faults import crash_point
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.retry import RetryPolicy
-from fusion.runtime.tasks import Counts, Job, column
+from fusion.runtime.tasks import Job, TaskOutput, column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -87,8 +89,8 @@ class Enrichment:
     counts: dict[str, int]
 
 
-def enrich_partition(job: Job, rows: pa.Table) -> Counts:
-    """The task function of the enricher (steps 1-6 of the module docstring)."""
+def enrich_partition(job: Job, rows: pa.Table) -> TaskOutput:
+    """The task function of the enricher (steps 1-5 of the module docstring)."""
     events = list(
         zip(
             column(rows, "value"),
@@ -102,15 +104,10 @@ def enrich_partition(job: Job, rows: pa.Table) -> Counts:
         )
     )
     topic, partition, _ = events[0][1]
-    output = job.output(f"{topic}-{partition}")
-    done = output.committed(job.query, job.batch_id)
-    if done is not None:
-        return {**done.counts, "tasks.replayed": 1}
     config = job.config
     retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
     result = enrich_events(config, job.elasticsearch(), events, retry)
-    published = output.publish(job.query, job.batch_id, result.records, result.counts)
-    return {**published.marker.counts, "tasks.replayed": int(not published.written)}
+    return TaskOutput(f"{topic}-{partition}", result.records, result.counts)
 
 
 def enrich_events(
@@ -119,17 +116,38 @@ def enrich_events(
     events: Sequence[tuple[bytes | None, Where]],
     retry: RetryPolicy,
 ) -> Enrichment:
-    """Steps 2-5: parse, look up, build and write; the records to publish and the counts."""
-    metrics = Metrics()
-    wanted: dict[str, Wanted] = {}
+    """Steps 1-4 for events read from Kafka: parse, look up, build and write."""
+    wanted: list[Wanted] = []
     dead: list[DeadLetter] = []
     for value, where in events:
         parsed = _parse(config, value, where)
         if isinstance(parsed, DeadLetter):
             dead.append(parsed)
-        elif parsed.key not in wanted or wanted[parsed.key].partial:
+        else:
+            wanted.append(parsed)
+    return enrich(config, es, wanted, retry, dead)
+
+
+def enrich(
+    config: PipelineConfig,
+    es: Elasticsearch,
+    events: Sequence[Wanted],
+    retry: RetryPolicy,
+    dead: Sequence[DeadLetter] = (),
+) -> Enrichment:
+    """Steps 2-4: look up, build and write the enriched documents of ``events``.
+
+    The enricher's task runs it on the events it read; the counter's task on
+    the events it just decided (``enrich_in = "counter"``). Returns the
+    enriched and dead-letter records to publish, and the counts.
+    """
+    metrics = Metrics()
+    dead = list(dead)
+    wanted: dict[str, Wanted] = {}
+    for event in events:
+        if event.key not in wanted or wanted[event.key].partial:
             # A complete enrichment supersedes a partial one of the same key.
-            wanted[parsed.key] = parsed
+            wanted[event.key] = event
     found = lookups.fetch(es, config, list(wanted), metrics, retry)
     crash_point("enricher.after_lookup")
     enriched: list[EnrichedDoc] = []

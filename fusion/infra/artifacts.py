@@ -137,7 +137,7 @@ class ArtifactCache:
         elif name == "spark-kafka":
             self.spark_kafka_jars()
         else:
-            jvm.counter_jar(self.home)
+            jvm.fusion_jar(self.home, self.spark_kafka_jars())
 
     def kafka_libs(self) -> Path:
         """Directory of the Kafka broker's jars, fetched on first use."""

@@ -90,6 +90,47 @@ def es_version_at(url: str, secure: SecureMaterial | None = None) -> str | None:
     return str(node.get("version")) if isinstance(node, dict) else None
 
 
+def broker_version(pid: int) -> str | None:
+    """The version of the Kafka broker running as ``pid``: its ``kafka-server`` jar's.
+
+    A broker does not tell its version over the protocol; the process it runs
+    as does, by the jars on its class path (a Kafka distribution's ``libs``).
+    """
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    for entry in (part for arg in args for part in arg.split(":")):
+        folder = Path(entry.removesuffix("*")).expanduser()
+        for jar in folder.glob("kafka-server-*.jar") if folder.is_dir() else ():
+            version = jar.name.removeprefix("kafka-server-").removesuffix(".jar")
+            if version[:1].isdigit() and not version.endswith(("-test", "-sources")):
+                return version
+    return None
+
+
+def local_broker_version(bootstrap: str) -> str | None:
+    """The version of the broker on this machine that listens on ``bootstrap``'s port, if any."""
+    port = bootstrap.split(",")[0].rsplit(":", 1)[-1]
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "kafka.Kafka" not in args:
+            continue
+        following = args[args.index("kafka.Kafka") + 1 :]
+        try:
+            text = Path(following[0]).read_text() if following and following[0] else ""
+        except OSError:
+            text = ""
+        if f":{port}" in text:
+            return broker_version(int(proc.name))
+    return None
+
+
 def check_state(state_dir: Path, state: dict[str, Any], es_version: str, secure: bool) -> None:
     """One line, not a server that dies at start, when the data under ``state_dir`` cannot serve.
 

@@ -1,10 +1,13 @@
-"""Fusion's JVM code: the counter's keyed state, compiled on first use into the runtime cache.
+"""Fusion's JVM code, compiled on first use into the runtime cache.
 
-The Java sources ship in the package (``src/``) and are compiled against the
-installed pyspark's own jars, so the classes always match the Spark they run
-in. The jar is cached under ``<runtime home>/artifacts/``, named by a digest of
-the sources and the pyspark version; it reaches the executors on
-``spark.jars`` with the Kafka connector.
+Two packages: ``fusion.counter`` (the counter's keyed state) and
+``fusion.output`` (the executors' exactly-once Kafka writer). The Java sources
+ship in the package (``src/``) and are compiled against the installed
+pyspark's own jars and the Kafka client Spark's connector brings, so the
+classes always match what they run with. The jar is cached under
+``<runtime home>/artifacts/``, named by a digest of the sources and the
+pyspark version; it reaches the executors on ``spark.jars`` with the Kafka
+connector.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from fusion.infra.errors import CompileError, ToolMissingError
@@ -31,8 +35,11 @@ def jar_path(home: Path) -> Path:
     return home / "artifacts" / f"fusion-jvm-{_digest(sorted(SOURCES.rglob('*.java')))}.jar"
 
 
-def counter_jar(home: Path) -> Path:
-    """The jar of Fusion's JVM classes, compiled now unless the cache has it."""
+def fusion_jar(home: Path, classpath: Sequence[Path] = ()) -> Path:
+    """The jar of Fusion's JVM classes, compiled now unless the cache has it.
+
+    ``classpath``: jars beyond pyspark's to compile against (the Kafka client).
+    """
     sources = sorted(SOURCES.rglob("*.java"))
     target = jar_path(home)
     if target.is_file():
@@ -40,7 +47,7 @@ def counter_jar(home: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fusion-jvm-") as tmp:
         classes = Path(tmp) / "classes"
-        _javac(sources, classes)
+        _javac(sources, classes, classpath)
         jar = Path(tmp) / "fusion-jvm.jar"
         with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as out:
             out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\n\r\n")
@@ -50,7 +57,7 @@ def counter_jar(home: Path) -> Path:
     return target
 
 
-def _javac(sources: list[Path], classes: Path) -> None:
+def _javac(sources: list[Path], classes: Path, classpath: Sequence[Path]) -> None:
     command = [
         _find_javac(),
         "--release",
@@ -59,7 +66,7 @@ def _javac(sources: list[Path], classes: Path) -> None:
         "-encoding",
         "UTF-8",
         "-cp",
-        str(_pyspark_jars() / "*"),
+        os.pathsep.join([str(_pyspark_jars() / "*"), *map(str, classpath)]),
         "-d",
         str(classes),
         *map(str, sources),

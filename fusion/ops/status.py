@@ -23,7 +23,7 @@ from fusion.core.config import PipelineConfig
 from fusion.counter.decisions import KeyState, Rules
 from fusion.counter.state import all_states
 from fusion.runtime.figures import Figures
-from fusion.runtime.lag import lag_of, stage_markers
+from fusion.runtime.lag import lag_of, source_lag, stage_markers
 from fusion.runtime.metrics import histogram_percentiles
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 class Inputs:
     metrics: Mapping[str, Any]  # shaped like a Metrics.snapshot()
     lag: Mapping[str, int | None]  # stage -> records behind, None if it never committed
+    source_lag: Mapping[str, int | None]  # source -> records its indexer has still to read
     states: list[KeyState]  # empty when the counter's state was not read
 
 
@@ -48,7 +49,7 @@ def gather(
             counts.update(marker.counts if marker is not None else {})
         metrics = {"counters": dict(counts), "latency_seconds": histogram_percentiles(counts)}
     states = list(all_states(spark, config)) if spark is not None else []
-    return Inputs(metrics, lag_of(config, markers), states)
+    return Inputs(metrics, lag_of(config, markers), source_lag(config, markers), states)
 
 
 def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
                 "indexed": figures.source(s).indexed,
                 "acks": figures.source(s).acks,
                 "dlq": figures.source(s).dead_letters,
-                "lag": inputs.lag.get(f"indexer-{s}"),
+                "lag": inputs.source_lag.get(s),
             }
             for s in config.source_names
         },
@@ -87,7 +88,10 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "es_requests_per_key": figures.lookups_per_key,
             "latency_p50_seconds": latency.get("p50"),
             "latency_p99_seconds": latency.get("p99"),
-            "lag": inputs.lag.get("enricher"),
+            # Enriched in the counter's task: the counter's input is the enricher's too.
+            "lag": inputs.lag.get(
+                "enricher" if config.pipeline.enrich_in == "enricher" else "counter"
+            ),
         },
         "alerts": inputs.metrics.get("alerts", {}),
     }

@@ -136,9 +136,10 @@ def elasticsearch_version(es: Elasticsearch) -> str:
 
 
 def spark_jars(settings: Settings) -> list[Path]:
-    """What ``spark.jars`` needs: the Kafka connector and Fusion's JVM counter."""
+    """What ``spark.jars`` needs: the Kafka connector and Fusion's JVM classes."""
     home = settings.runtime.home
-    return [*ArtifactCache(home).spark_kafka_jars(), jvm.counter_jar(home)]
+    kafka = ArtifactCache(home).spark_kafka_jars()
+    return [*kafka, jvm.fusion_jar(home, kafka)]
 
 
 def spark_session(

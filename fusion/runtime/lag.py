@@ -17,22 +17,48 @@ from fusion.core.config import PipelineConfig
 from fusion.runtime import clients
 from fusion.runtime.markers import Marker, read_markers
 
+ALL_SOURCES = "indexers"  # the one indexer query over every source topic
+
+
+def indexer_stage(config: PipelineConfig, sources: tuple[str, ...]) -> str:
+    """The name of the indexer query of ``sources``: ``indexers`` for all, else ``indexer-<s>``."""
+    if set(sources) == set(config.source_names):
+        return ALL_SOURCES
+    (source,) = sources
+    return f"indexer-{source}"
+
+
+SINGLE = "single"  # the whole pipeline as one query (fusion.single)
+
+
+def indexer_stages(config: PipelineConfig) -> list[str]:
+    """Every query that reads the source topics: the single one, the indexers (all, or one)."""
+    return [SINGLE, ALL_SOURCES, *(f"indexer-{s}" for s in config.source_names)]
+
 
 def stage_inputs(config: PipelineConfig, naive: bool = False) -> dict[str, list[str]]:
     """Each query's name and the topics it reads (``naive``: the benchmark's baseline's)."""
     sources = [config.topic_of(s) for s in config.sources]
     if naive:
         return {"naive": sources}
-    stages = {f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources}
-    return stages | {"counter": [config.acks_topic], "enricher": config.enricher_topics()}
+    if config.pipeline.layout == "single":
+        return {SINGLE: sources}
+    stages = {ALL_SOURCES: sources} | {
+        f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources
+    }
+    stages["counter"] = [config.acks_topic]
+    if config.pipeline.enrich_in == "enricher":
+        stages["enricher"] = config.enricher_topics()
+    return stages
 
 
 def stage_markers(
-    config: PipelineConfig, only: str | None = None
+    config: PipelineConfig, only: str | list[str] | None = None
 ) -> dict[str, tuple[Marker | None, dict[tuple[str, int], int]]]:
-    """Each query's (or ``only`` that one's) last marker and committed input offsets."""
-    every = stage_inputs(config, naive=only == "naive")
-    inputs = {s: t for s, t in every.items() if only is None or s == only}
+    """Each query's (or ``only`` those) last marker and committed input offsets."""
+    wanted = [only] if isinstance(only, str) else only
+    every = stage_inputs(config, naive=wanted == ["naive"])
+    inputs = {s: t for s, t in every.items() if wanted is None or s in wanted}
     groups = {f"fusion-{config.name}-{stage}": topics for stage, topics in inputs.items()}
     found = read_markers(config.kafka, config.markers_topic, groups)
     return {group.removeprefix(f"fusion-{config.name}-"): value for group, value in found.items()}
@@ -73,6 +99,43 @@ def lag_of(
             if topic in inputs[stage]
         )
     return lag
+
+
+def source_lag(
+    config: PipelineConfig, markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]]
+) -> dict[str, int | None]:
+    """Records each source's topic holds past the furthest any indexer query committed.
+
+    None for a source that no indexer query has committed a batch of yet.
+    """
+    inputs = stage_inputs(config)
+    committed: dict[tuple[str, int], int] = {}
+    started: set[str] = set()
+    for stage in indexer_stages(config):
+        marker, offsets = markers.get(stage, (None, {}))
+        if marker is None:
+            continue
+        started.update(inputs[stage])
+        for where, offset in offsets.items():
+            committed[where] = max(offset, committed.get(where, 0))
+    topics = {config.topic_of(s): s.name for s in config.sources}
+    ends = _end_offsets(config, set(topics))
+    return {
+        source: None
+        if topic not in started
+        else sum(max(0, end - committed.get(tp, 0)) for tp, end in ends.items() if tp[0] == topic)
+        for topic, source in topics.items()
+    }
+
+
+def partitions(config: PipelineConfig, topics: list[str]) -> dict[str, list[int]]:
+    """The partitions of each of ``topics`` (none for a topic that does not exist)."""
+    consumer = clients.kafka_consumer(config.kafka, f"fusion-status-{config.name}")
+    try:
+        metadata = consumer.list_topics(timeout=10).topics
+        return {t: sorted(metadata[t].partitions) if t in metadata else [] for t in topics}
+    finally:
+        consumer.close()
 
 
 def _end_offsets(config: PipelineConfig, topics: set[str]) -> dict[tuple[str, int], int]:

@@ -21,15 +21,17 @@ finds the tasks' and the driver's markers and neither writes nor counts twice.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from confluent_kafka import TopicPartition
 from py4j.protocol import Py4JJavaError
 
 from fusion.core.config import PipelineConfig
-from fusion.runtime import tasks
+from fusion.runtime import faults, tasks
 from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, query_id
 from fusion.runtime.errors import StageError
 from fusion.runtime.exactly_once import TransactionalOutput
@@ -58,8 +60,13 @@ def root_cause(text: str) -> str:
     return (found[-1] if found else lines[0] if lines else "no message")[:500]
 
 
-def read_kafka(spark: SparkSession, config: PipelineConfig, *topics: str) -> DataFrame:
-    """A streaming read of ``topics``: committed records only (``read_committed``), from the start.
+def read_kafka(
+    spark: SparkSession, config: PipelineConfig, *topics: str, starting: str | None = None
+) -> DataFrame:
+    """A streaming read of ``topics``: committed records only (``read_committed``).
+
+    A new query starts at ``starting`` (Spark's ``startingOffsets`` JSON), or
+    at the earliest offsets; a query with a checkpoint resumes from it.
 
     ``failOnDataLoss`` is off so that a topic whose old records retention already
     deleted does not stop the pipeline; ``fusion reconcile`` covers such gaps.
@@ -68,8 +75,9 @@ def read_kafka(spark: SparkSession, config: PipelineConfig, *topics: str) -> Dat
     """
     options = config.kafka.as_spark_options() | {
         "subscribe": ",".join(topics),
-        "startingOffsets": "earliest",
+        "startingOffsets": starting or "earliest",
         "kafka.isolation.level": "read_committed",
+        "kafka.fetch.max.wait.ms": "5",
         "maxOffsetsPerTrigger": str(config.pipeline.max_offsets_per_trigger),
         "failOnDataLoss": "false",
         # A broker restart must not fail the query: keep asking for offsets, once a
@@ -105,7 +113,12 @@ def start_foreach_batch(
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime=config.pipeline.trigger_interval)
     )
-    with session_conf(stream.sparkSession, settings):
+    # Each query's jobs in a scheduler pool of its own: with Spark's FAIR mode, one
+    # query's batch never waits behind another query's queued tasks.
+    with (
+        session_conf(stream.sparkSession, settings),
+        scheduler_pool(stream.sparkSession, stage.name),
+    ):
         return writer.start()
 
 
@@ -134,6 +147,24 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, old)
+
+
+@contextlib.contextmanager
+def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
+    """Jobs of queries started in the block run in the scheduler pool ``pool``.
+
+    A query's thread inherits the local properties of the thread that starts it.
+    """
+    context = spark.sparkContext
+    before = context.getLocalProperty(POOL)
+    context.setLocalProperty(POOL, pool)
+    try:
+        yield
+    finally:
+        context.setLocalProperty(POOL, before)  # type: ignore[arg-type]
+
+
+POOL = "spark.scheduler.pool"
 
 
 class BatchStage:
@@ -171,19 +202,48 @@ class BatchStage:
         query = self._query_id(files)
         job = tasks.Job(self.config, self.name, self.points, query, batch_id)
         try:
-            rows = run_tasks(self.columns(batch), tasks.partition_function(job, self.work()))
+            rows = self.run(batch, job)
         except Py4JJavaError as exc:
             raise _short(self.name, exc) from None
         counts: dict[str, int] = {}
         for row in rows:
-            counts[row.name] = counts.get(row.name, 0) + row.value
+            if tasks.attribution(row.name) is None:
+                counts[row.name] = counts.get(row.name, 0) + row.value
         self._commit(files, query, batch_id, counts, rows)
 
+    def run(self, batch: DataFrame, job: tasks.Job) -> list[tasks.TaskCount]:
+        """The batch's work: each task's output, published exactly once; the tasks' counts."""
+        return self.publish(self.output(batch, job), job)
+
+    def output(self, batch: DataFrame, job: tasks.Job) -> DataFrame:
+        """The batch's output rows (``tasks.OUTPUT_SCHEMA``): what its tasks did."""
+        function = tasks.partition_function(job, self.work())
+        return self.columns(batch).mapInArrow(function, tasks.OUTPUT_SCHEMA)
+
+    def publish(self, output: DataFrame, job: tasks.Job) -> list[tasks.TaskCount]:
+        """Each task's output published by the executor's JVM, exactly once; the tasks' counts.
+
+        The only data of a batch the driver receives: a few count rows per task.
+        """
+        spark = output.sparkSession
+        writer = spark._jvm.fusion.output.TransactionalWriter  # type: ignore[union-attr]
+        return task_counts(writer.publish(output._jdf, self.spec(job, spark)))
+
+    def spec(self, job: tasks.Job, spark: SparkSession) -> str:
+        """What the executors' writer needs to publish this stage's batch."""
+        return writer_spec(self.config, job, fault_settings(spark))
+
     def _commit(
-        self, files: CheckpointFiles, query: str, batch_id: int, counts: dict[str, int], rows: Any
+        self,
+        files: CheckpointFiles,
+        query: str,
+        batch_id: int,
+        counts: dict[str, int],
+        rows: list[tasks.TaskCount],
     ) -> None:
         ends = batch_offsets(files, batch_id)
         positions = ends[1] if ends else {}
+        counts = self.settle(ends[0] if ends else 0, counts)
         if not counts and positions == self._positions:
             return  # an idle trigger (the counter's timers run one): nothing to commit
         totals = self._cumulative(query)
@@ -196,8 +256,21 @@ class BatchStage:
         self._totals = merged
         self._positions = positions
         self.metrics.add_all(counts)
+        self._attribute(rows)
+
+    def _attribute(self, rows: list[tasks.TaskCount]) -> None:
+        """Which executor did what (a count attributed elsewhere is not the writer's)."""
+        elsewhere = {found[0] for row in rows if (found := tasks.attribution(row.name))}
         for row in rows:
-            self.metrics.add_executor(row.executor, row.name, row.value)
+            found = tasks.attribution(row.name)
+            if found is not None:
+                self.metrics.add_executor(found[1], found[0], row.value)
+            elif row.name not in elsewhere:
+                self.metrics.add_executor(row.executor, row.name, row.value)
+
+    def settle(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
+        """The counts to commit of a batch with timestamp ``batch_ms`` (a hook: all of them)."""
+        return counts
 
     def _query_id(self, files: CheckpointFiles) -> str:
         if self._query is None:
@@ -234,10 +307,43 @@ def _short(query: str, error: Py4JJavaError) -> Exception:
     return StageError(query, root_cause(text))
 
 
-def run_tasks(frame: DataFrame, function: Any) -> list[Any]:
-    """Run ``function`` over every partition of ``frame`` on the executors; their counts.
+def task_counts(rows: str) -> list[tasks.TaskCount]:
+    """The writer's answer (JSON rows ``[name, value, executor]``) as count rows."""
+    return [
+        tasks.TaskCount(name, int(value), executor) for name, value, executor in json.loads(rows)
+    ]
 
-    The collect brings back the tasks' summaries (a few rows per task, see
-    :mod:`fusion.runtime.tasks`), never a record of the batch.
+
+def writer_spec(config: PipelineConfig, job: tasks.Job, faults: Mapping[str, str]) -> str:
+    """What ``fusion.output.TransactionalWriter`` needs to publish a stage's batch."""
+    kafka = {
+        name.removeprefix("kafka."): value
+        for name, value in config.kafka.as_spark_options().items()
+        if name.startswith("kafka.")
+    }
+    return json.dumps(
+        {
+            "kafka": kafka,
+            "transactional_prefix": f"fusion-{config.name}-{job.stage}",
+            "markers_topic": config.markers_topic,
+            "query": job.query,
+            "batch": job.batch_id,
+            "budget_ms": int(config.pipeline.retry_budget_seconds * 1000),
+            "points": job.points,
+            "faults": dict(faults),
+        }
+    )
+
+
+def fault_settings(spark: SparkSession) -> dict[str, str]:
+    """The fault injection the tests ask for (:mod:`fusion.runtime.faults`), for JVM tasks too.
+
+    A test sets it for the Python workers (``SparkContext.environment``) or for
+    the whole process; Python tasks read their environment, JVM tasks get it here.
     """
-    return frame.mapInArrow(function, tasks.RESULT_SCHEMA).collect()
+    environment = spark.sparkContext.environment
+    return {
+        name: environment.get(name) or os.environ.get(name, "")
+        for name in faults.ENV_NAMES
+        if environment.get(name) or os.environ.get(name)
+    }

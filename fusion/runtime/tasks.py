@@ -6,38 +6,46 @@ executor's Python worker. A task:
 
 1. receives its partition's rows as Arrow batches (no record passes through
    the driver);
-2. does the stage's work with clients its worker built once and keeps for
-   later tasks (Spark reuses Python workers): an Elasticsearch client per
-   connection settings and a transactional Kafka writer per transactional id;
-3. publishes its Kafka records exactly once (:mod:`fusion.runtime.exactly_once`), under a
-   transactional id derived from the stage and the input partition, so a
-   retried task takes over from its failed attempt;
-4. yields its counts as ``(name, value, executor)`` rows: a handful per task,
-   which the driver adds up.
+2. does the stage's work (parse, Elasticsearch) with a client its worker
+   built once and keeps for later tasks (Spark reuses Python workers);
+3. returns its Kafka records and its counts as rows of :data:`OUTPUT_SCHEMA`,
+   each row naming the task (its input partition).
+
+In the same Spark task, the executor's JVM then publishes those records in
+one Kafka transaction with the batch marker (``fusion.output.TransactionalWriter``,
+:mod:`fusion.runtime.exactly_once` has the protocol) and hands the driver the
+task's counts as ``(name, value, executor)`` rows: a handful per task.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import ElasticsearchSettings
 from fusion.runtime import clients
-from fusion.runtime.exactly_once import TransactionalOutput
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from elasticsearch import Elasticsearch
 
-RESULT_SCHEMA = "name STRING, value BIGINT, executor STRING"
+    from fusion.runtime.exactly_once import OutRecord
+
+# What a task returns: output records (topic set) and counts (name set), each naming the task.
+OUTPUT_COLUMNS = (
+    ("task", "string"),
+    ("topic", "string"),
+    ("key", "string"),
+    ("value", "binary"),
+    ("name", "string"),
+    ("amount", "int64"),
+)
+OUTPUT_SCHEMA = "task STRING, topic STRING, key STRING, value BINARY, name STRING, amount BIGINT"
 Counts = Mapping[str, int]
 
 _ES: dict[str, Elasticsearch] = {}
-_OUTPUTS: dict[str, TransactionalOutput] = {}
 
 
 @dataclass(frozen=True)
@@ -45,29 +53,51 @@ class Job:
     """What every task of one stage's micro-batch needs: shipped to the executors with it."""
 
     config: PipelineConfig
-    stage: str  # the query's name within the pipeline: indexer-<source>, counter, enricher
+    stage: str  # the query's name within the pipeline: indexers, counter, enricher, ...
     points: str  # the stage's crash-point prefix: indexer, counter, enricher, naive
     query: str  # the query id from the checkpoint: markers of another checkpoint do not count
     batch_id: int
 
-    def output(self, task_key: str) -> TransactionalOutput:
-        """This worker's writer for the task of input partition ``task_key``."""
-        config = self.config
-        transactional_id = f"fusion-{config.name}-{self.stage}@{task_key}"
-        writer = _OUTPUTS.get(transactional_id)
-        if writer is None:
-            writer = TransactionalOutput(
-                config.kafka,
-                transactional_id,
-                config.markers_topic,
-                config.pipeline.retry_budget_seconds,
-                self.points,
-            )
-            _OUTPUTS[transactional_id] = writer
-        return writer
-
     def elasticsearch(self) -> Elasticsearch:
         return elasticsearch(self.config.elasticsearch)
+
+
+@dataclass(frozen=True)
+class TaskOutput:
+    """A task's Kafka records and counts, and the input partition it read (``task``).
+
+    The task key names the transactional id the records go out under: a
+    retried task (or a replayed batch) of the same input partition uses the same.
+    """
+
+    task: str
+    records: Sequence[OutRecord] = ()
+    counts: Counts = field(default_factory=dict)
+
+
+class TaskCount(NamedTuple):
+    """One count of one task, as the writer hands it to the driver."""
+
+    name: str
+    value: int
+    executor: str  # which executor ran the task: host and working directory
+
+
+def attributed(name: str, executor: str) -> str:
+    """A count that only says which executor did the work: the writer keeps it out of markers.
+
+    In a single query the indexer's counts reach the driver through the
+    counter's tasks; this keeps the executor that really did the indexing.
+    """
+    return f"@{name}@{executor}"
+
+
+def attribution(name: str) -> tuple[str, str] | None:
+    """``(count name, executor)`` of an :func:`attributed` count, else None."""
+    if not name.startswith("@") or "@" not in name[1:]:
+        return None
+    count, _, executor = name[1:].partition("@")
+    return count, executor
 
 
 def elasticsearch(settings: ElasticsearchSettings) -> Elasticsearch:
@@ -79,13 +109,17 @@ def elasticsearch(settings: ElasticsearchSettings) -> Elasticsearch:
     return client
 
 
-Work = Callable[[Job, "pa.Table"], Counts]
+Work = Callable[[Job, "pa.Table"], TaskOutput]
 
 
 def partition_function(
-    job: Job, work: Work
+    job: Job, work: Work, to_batch: Callable[[Any], Any] | None = None
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function running ``work`` over one task's rows (none: no work)."""
+    """The ``mapInArrow`` function running ``work`` over one task's rows (none: no work).
+
+    ``to_batch`` turns the work's output into the rows returned (default: :func:`output_batch`).
+    """
+    make_batch = to_batch or output_batch
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -93,34 +127,50 @@ def partition_function(
         received = list(batches)
         if not received or not any(b.num_rows for b in received):
             return
-        counts = work(job, pa.Table.from_batches(received))
-        yield result_batch(counts)
+        yield make_batch(work(job, pa.Table.from_batches(received)))
+        _freeze_once()
 
     return run
 
 
-def result_batch(counts: Counts) -> Any:
+_FROZEN: list[bool] = []
+
+
+def _freeze_once() -> None:
+    """Move this worker's long-lived objects out of the garbage collector's sight, once.
+
+    PySpark's worker runs ``gc.collect()`` after every task; with the modules
+    and clients a task loads that full collection cost about 65 ms of CPU
+    per task. Frozen objects are skipped by it (and stay alive, as they would).
+    """
+    if not _FROZEN:
+        import gc
+
+        gc.freeze()
+        _FROZEN.append(True)
+
+
+def output_batch(output: TaskOutput) -> Any:
+    """The rows of :data:`OUTPUT_SCHEMA` for ``output``: its records, then its counts."""
     import pyarrow as pa
 
-    names = [name for name, value in counts.items() if value]
-    executor = executor_label()
-    return pa.RecordBatch.from_pydict(
-        {
-            "name": names,
-            "value": [int(counts[name]) for name in names],
-            "executor": [executor] * len(names),
-        },
-        schema=pa.schema([("name", pa.string()), ("value", pa.int64()), ("executor", pa.string())]),
-    )
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in OUTPUT_COLUMNS])
+    return pa.RecordBatch.from_pydict(output_columns(output), schema=schema)
 
 
-def executor_label() -> str:
-    """Which executor runs this task: host and working directory.
-
-    A standalone worker starts each executor in ``<work dir>/<app id>/<executor id>``
-    and its Python workers inherit that directory; in local mode it is the driver's.
-    """
-    return f"{socket.gethostname()}:{os.getcwd()}"
+def output_columns(output: TaskOutput) -> dict[str, list[Any]]:
+    """:data:`OUTPUT_SCHEMA`'s columns of ``output``: its records, then its counts."""
+    counts = [(name, int(value)) for name, value in output.counts.items() if value]
+    records = output.records
+    size = len(records) + len(counts)
+    return {
+        "task": [output.task] * size,
+        "topic": [topic for topic, _, _ in records] + [None] * len(counts),
+        "key": [key for _, key, _ in records] + [None] * len(counts),
+        "value": [value for _, _, value in records] + [None] * len(counts),
+        "name": [None] * len(records) + [name for name, _ in counts],
+        "amount": [None] * len(records) + [value for _, value in counts],
+    }
 
 
 def column(table: pa.Table, name: str) -> list[Any]:

@@ -50,13 +50,21 @@ def _new_topic(config: PipelineConfig, topic: str) -> NewTopic:
     if topic == config.markers_topic:
         # One small record per query, read in full on every start: compact it.
         return NewTopic(topic, 1, -1, config={"cleanup.policy": "compact"})
+    if topic == config.clock_topic:
+        # A tick now and then, read once: an hour of them is plenty.
+        return NewTopic(topic, 1, -1, config={"retention.ms": str(3_600_000)})
     return NewTopic(topic, config.pipeline.topic_partitions, -1)
+
+
+def index_meta(config: PipelineConfig) -> dict[str, str]:
+    """The ``_meta`` of the indexes Fusion creates: which pipeline owns them."""
+    return {"fusion_pipeline": config.name}
 
 
 def source_mapping(config: PipelineConfig, fields: dict[str, str]) -> dict[str, Any]:
     properties: dict[str, Any] = {config.key_field: {"type": "keyword"}}
     properties.update({name: {"type": kind} for name, kind in fields.items()})
-    return {"dynamic": True, "properties": properties}
+    return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
 
 
 def enriched_mapping(config: PipelineConfig) -> dict[str, Any]:
@@ -73,17 +81,25 @@ def enriched_mapping(config: PipelineConfig) -> dict[str, Any]:
     for source in config.sources:
         nested = source_mapping(config, dict(source.fields))["properties"]
         properties[source.name] = {"type": "object", "properties": nested}
-    return {"dynamic": True, "properties": properties}
+    return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
 
 
 def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
-    """Create every missing index with its mapping; return the ones created."""
+    """Create every missing index with its mapping; return the ones created.
+
+    An existing index that this pipeline created (its mapping's ``_meta``
+    says so) gets the pipeline's refresh interval if it has another, so a
+    changed ``refresh_interval`` takes effect at the next start; an index
+    someone else made keeps its own.
+    """
     wanted = {config.index_of(s): source_mapping(config, dict(s.fields)) for s in config.sources}
     wanted[config.enriched_index] = enriched_mapping(config)
     created = []
-    settings = {"index": {"refresh_interval": config.pipeline.refresh_interval}}
     for index, mapping in wanted.items():
+        refresh = refresh_interval(config, index)
+        settings = {"index": {"refresh_interval": refresh}}
         if es.indices.exists(index=index):
+            _update_refresh(es, config, index, refresh)
             continue
         try:
             es.indices.create(index=index, mappings=mapping, settings=settings)
@@ -92,6 +108,26 @@ def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
                 raise TopologyError(f"index {index}", str(exc.message)) from None
         created.append(index)
     return created
+
+
+def refresh_interval(config: PipelineConfig, index: str) -> str:
+    """The refresh interval the pipeline wants on one of its indexes."""
+    if index == config.enriched_index:
+        return config.pipeline.enriched_refresh_interval
+    return config.pipeline.refresh_interval
+
+
+def _update_refresh(es: Elasticsearch, config: PipelineConfig, index: str, refresh: str) -> None:
+    mapping: dict[str, Any] = dict(es.indices.get_mapping(index=index))
+    found_mapping: dict[str, Any] = next(iter(mapping.values()), {})
+    meta = found_mapping.get("mappings", {}).get("_meta", {})
+    if meta.get("fusion_pipeline") != config.name:
+        return
+    found = dict(es.indices.get_settings(index=index, name="index.refresh_interval"))
+    settings: dict[str, Any] = next(iter(found.values()), {})
+    current = settings.get("settings", {}).get("index", {}).get("refresh_interval")
+    if current != refresh:
+        es.indices.put_settings(index=index, settings={"index": {"refresh_interval": refresh}})
 
 
 def existing(config: PipelineConfig) -> list[str]:

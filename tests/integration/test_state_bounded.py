@@ -47,7 +47,7 @@ def _state_after(spark: Any, config: PipelineConfig, batch_id: int) -> dict[str,
 
 def _check(spark: Any, config: PipelineConfig, batch_id: int, fired_ms: dict[str, int]) -> int:
     """The state after ``batch_id`` is exactly the fired keys whose TTL had not passed."""
-    files = CheckpointFiles(spark, config.checkpoint("counter"))
+    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
     at = _batch_time(files, batch_id)
     held = _state_after(spark, config, batch_id)
     ttl_ms = TTL_SECONDS * 1000
@@ -81,7 +81,7 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
     spark: Any, settings: Settings, tmp_path: Path
 ) -> None:
     config = make_config(settings, tmp_path, ["billing", "insurance"], state_ttl=f"{TTL_SECONDS}s")
-    files = CheckpointFiles(spark, config.checkpoint("counter"))
+    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
     try:
         with RunningPipeline(spark, config) as run:
             for wave in range(WAVES):

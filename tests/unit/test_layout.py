@@ -75,7 +75,11 @@ LAYERS = [
     {"fusion.core", "acks"},  # settings, errors, events; the ack contract
     {"fusion.infra", "fusion.jvm", "fusion.runtime"},  # local servers, JVM code, Spark/Kafka/ES
     {"indexers", "fusion.counter", "fusion.enricher"},  # the stages
-    {"fusion.pipeline", "fusion.ops"},  # running the stages; status, explain, reconcile
+    {
+        "fusion.pipeline",
+        "fusion.single",
+        "fusion.ops",
+    },  # running the stages (apart, or as one query); status, explain, reconcile
     {"fusion.bench", "fusion.cli"},  # the benchmark; the command line
 ]
 

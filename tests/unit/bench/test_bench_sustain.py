@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fusion.bench.meter import Seen, Sent, judge, quantiles
+from fusion.bench.meter import Objective, Seen, Sent, backlog_trend, judge, quantiles
 from fusion.bench.sustain import steady_dataset
 from fusion.core.config import PipelineConfig
 
@@ -25,28 +25,50 @@ def _seen(sent: Sent, backlog: dict[float, int], found: int | None = None) -> Se
 
 def test_a_steady_backlog_is_sustained_with_its_latency_and_requests_per_key() -> None:
     sent = _sent()
-    step = judge(sent, _seen(sent, {12: 900, 18: 1000, 24: 950, 28: 1100}), SOURCES)
+    # Second half (from 15 s): 1000, 950, 1100, 1000: no upward trend.
+    step = judge(sent, _seen(sent, {12: 900, 16: 1000, 20: 950, 24: 1100, 28: 1000}), SOURCES)
 
-    assert step.sustained, step.why
+    assert step.sustained and step.kept_up, step.why
     assert step.latency_p50 == step.latency_p99 == 2.0
     assert step.requests_per_key == 0.3
-    assert (step.backlog_middle, step.backlog_last) == (1000, 1100)
+    assert step.backlog_mean == 1012
+    assert abs(step.backlog_rise) < 400
 
 
-def test_a_growing_backlog_is_not_sustained() -> None:
+def test_a_backlog_that_rises_over_the_second_half_does_not_keep_up() -> None:
     sent = _sent()
-    # Slack is two seconds of input (800 records); 1.5 x 1000 + 800 < 2400.
-    step = judge(sent, _seen(sent, {12: 600, 18: 1000, 24: 1800, 28: 2400}), SOURCES)
+    # 200 records a second more: 3,000 over the half, above 3 s of input (1,200).
+    step = judge(sent, _seen(sent, {16: 1000, 20: 1800, 24: 2600, 28: 3400}), SOURCES)
 
-    assert not step.sustained
-    assert "backlog grew from 1,000 to 2,400" in step.why
+    assert not step.kept_up and not step.sustained
+    assert "backlog rose 3,000 records over the second half (200/s)" in step.why
 
 
-def test_the_backlog_of_the_first_third_does_not_count() -> None:
+def test_a_large_but_flat_backlog_keeps_up() -> None:
     sent = _sent()
-    step = judge(sent, _seen(sent, {2: 50_000, 12: 1000, 28: 1000}), SOURCES)
+    # Big, and bounded: a pipeline with big batches keeps a big backlog without falling behind.
+    step = judge(
+        sent, _seen(sent, {2: 50_000, 16: 30_000, 20: 31_000, 24: 29_000, 28: 30_500}), SOURCES
+    )
 
-    assert step.sustained, step.why
+    assert step.kept_up, step.why
+
+
+def test_a_step_that_keeps_up_beyond_the_latency_objective_is_not_sustained() -> None:
+    sent = _sent()
+    seen = _seen(sent, {16: 10, 28: 10})
+
+    step = judge(sent, seen, SOURCES, Objective(slo=1.5))
+
+    assert step.kept_up and not step.sustained
+    assert step.why == "kept up, but p99 2.00 s > objective 1.5 s"
+
+
+def test_a_backlog_trend_is_the_least_squares_slope() -> None:
+    slope, mean = backlog_trend([(0.0, 10), (1.0, 12), (2.0, 14), (3.0, 16)])
+
+    assert slope == 2.0 and mean == 13.0
+    assert backlog_trend([(5.0, 7)]) == (0.0, 7.0)
 
 
 def test_keys_not_enriched_in_time_fail_the_step_whatever_the_backlog() -> None:

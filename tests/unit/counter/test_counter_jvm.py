@@ -24,6 +24,7 @@ from fusion.core.events import iso_from_ms
 from fusion.core.settings import Settings
 from fusion.counter.decisions import AckSeen, Decision, KeyState, Now, Rules, decide, on_deadline
 from fusion.counter.query import rules_json
+from fusion.infra.artifacts import ArtifactCache
 
 NAMES = ("billing", "insurance", "medicine", "treatment")
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -33,7 +34,8 @@ START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 def jvm_json() -> Iterator[Any]:
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
-    jar = jvm.counter_jar(Settings.load().runtime.home)  # the cache the pipeline uses
+    home = Settings.load().runtime.home  # the cache the pipeline uses
+    jar = jvm.fusion_jar(home, ArtifactCache(home).spark_kafka_jars())
     jars = Path(jvm._pyspark_jars())
     port = launch_gateway(
         jarpath=str(next(jars.glob("py4j-*.jar"))),

@@ -64,7 +64,7 @@ def test_status_counts_pending_keys_by_missing_source() -> None:
     ]
     metrics = {"counters": {"indexer.billing.indexed": 4, "counter.fired": 1}, "alerts": {}}
 
-    report = status.build(CONFIG, status.Inputs(metrics, {"counter": 0}, states))
+    report = status.build(CONFIG, status.Inputs(metrics, {"counter": 0}, {"billing": None}, states))
 
     assert report["counter"]["pending_keys"] == 3
     assert report["counter"]["pending_by_missing_source"] == {

@@ -18,7 +18,7 @@ def test_without_javac_the_error_says_to_install_a_jdk(
     monkeypatch.setenv("PATH", str(tmp_path))
 
     with pytest.raises(ToolMissingError, match=r"javac not found on PATH: .*install a JDK 17"):
-        jvm.counter_jar(tmp_path / "home")
+        jvm.fusion_jar(tmp_path / "home")
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_a_compile_error_is_one_line_naming_the_javac_error(tmp_path: Path, sour
     (sources / "Broken.java").write_text("package fusion.counter; class Broken { int x = ; }\n")
 
     with pytest.raises(jvm.CompileError, match=r"Broken\.java:1: error: illegal start") as caught:
-        jvm.counter_jar(tmp_path / "home")
+        jvm.fusion_jar(tmp_path / "home")
     assert "\n" not in str(caught.value)
     assert not list((tmp_path / "home" / "artifacts").glob("*.jar"))  # nothing half-built
 
@@ -42,10 +42,10 @@ def test_a_compile_error_is_one_line_naming_the_javac_error(tmp_path: Path, sour
 def test_the_jar_is_built_once_per_source_digest(tmp_path: Path, sources: Path) -> None:
     (sources / "Tiny.java").write_text("package fusion.counter; public class Tiny {}\n")
 
-    jar = jvm.counter_jar(tmp_path / "home")
+    jar = jvm.fusion_jar(tmp_path / "home")
     assert "fusion/counter/Tiny.class" in zipfile.ZipFile(jar).namelist()
     built = jar.stat().st_mtime_ns
-    assert jvm.counter_jar(tmp_path / "home").stat().st_mtime_ns == built  # cached
+    assert jvm.fusion_jar(tmp_path / "home").stat().st_mtime_ns == built  # cached
 
     (sources / "Tiny.java").write_text("package fusion.counter; public class Tiny { int x; }\n")
-    assert jvm.counter_jar(tmp_path / "home") != jar  # a changed source, a new jar
+    assert jvm.fusion_jar(tmp_path / "home") != jar  # a changed source, a new jar

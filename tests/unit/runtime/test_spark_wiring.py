@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from fusion.core.settings import SparkSettings, local_task_slots
-from fusion.counter.query import runs_idle_batches
 from fusion.runtime.listener import ProgressListener
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.stage import is_local
@@ -22,10 +21,10 @@ from tests.unit.core.test_config import lifecycle_config
         ({}, {"timeout": "90s", "required": False}, True),  # an optional source's wait
     ],
 )
-def test_the_counter_runs_idle_batches_only_for_deadlines(
+def test_the_counter_keeps_a_deadline_clock_only_for_deadlines(
     pipeline: dict[str, Any], notes: dict[str, Any], idle: bool
 ) -> None:
-    assert runs_idle_batches(lifecycle_config(pipeline, notes)) is idle
+    assert lifecycle_config(pipeline, notes).has_deadlines is idle
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import fusion.counter.Decisions.KeyState;
 import fusion.counter.Decisions.Now;
 import fusion.counter.Decisions.Rejected;
 import fusion.counter.Decisions.Rules;
+import fusion.output.IndexPublisher;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,7 +31,10 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Input rows are the parsed acks ({@code CounterQuery.INPUT_COLUMNS}); output rows are
  * {@code CounterQuery.OUTPUT}: {@code new} (a key seen for the first time, for the pending
- * count), {@code ready}, {@code updated}, {@code incomplete} and {@code dead} (a rejected ack).
+ * count), {@code ready}, {@code updated}, {@code incomplete}, {@code dead} (a rejected ack) and
+ * {@code timer} (a deadline registered, its epoch ms as the event, for the deadline clock:
+ * {@code fusion/counter/clock.py}); in a single query also {@code count} (the indexer's counts,
+ * passed through: name as key, executor as reason, value as offset).
  */
 public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
   static final String STATE_NAME = "key_state"; // fusion.counter.state.STATE_VAR
@@ -57,6 +61,9 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
   @Override
   public Iterator<Row> handleInputRows(Row key, Iterator<Row> rows, TimerValues timerValues) {
     String k = key.getString(0);
+    if (IndexPublisher.COUNTS_KEY.equals(k)) {
+      return passCounts(rows); // the indexer's counts in a single query: no state of theirs
+    }
     KeyState before = load();
     List<Ack> acks = new ArrayList<>();
     while (rows.hasNext()) {
@@ -81,6 +88,17 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
     String k = key.getString(0);
     KeyState before = load();
     return apply(k, before, Decisions.onDeadline(k, before, rules, now(timerValues)));
+  }
+
+  /** The indexer's counts (name, value, executor) on to the output, as {@code count} rows. */
+  private static Iterator<Row> passCounts(Iterator<Row> rows) {
+    List<Row> out = new ArrayList<>();
+    while (rows.hasNext()) {
+      Row r = rows.next();
+      out.add(
+          RowFactory.create("count", r.getString(1), null, r.getString(5), null, null, null, r.getLong(3)));
+    }
+    return CollectionConverters.asScala(out.iterator());
   }
 
   // The batch's timestamp, not the wall clock: a replayed batch decides the same.
@@ -122,6 +140,11 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
               after.deadlineMs()));
     }
     List<Row> out = new ArrayList<>();
+    if (decision.registerTimer() != null) {
+      out.add(
+          RowFactory.create(
+              "timer", key, String.valueOf(decision.registerTimer()), null, null, null, null, null));
+    }
     if (decision.newKey()) {
       out.add(RowFactory.create("new", key, null, null, null, null, null, null));
     }

@@ -1,5 +1,6 @@
 package fusion.counter;
 
+import fusion.output.IndexPublisher;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
@@ -13,9 +14,12 @@ import org.apache.spark.sql.types.StructType;
 public final class CounterQuery {
   private CounterQuery() {}
 
-  /** What the counter reads, in this order (see {@code fusion.counter.query.parsed_acks}). */
+  /**
+   * What the counter reads, in this order (see {@code fusion.counter.query.parsed_acks}); {@code
+   * kind} is {@code ack}, or {@code count} for counts passing through ({@link IndexPublisher}).
+   */
   public static final String INPUT_COLUMNS =
-      "k,source,acked_at,version,digest,raw,topic,partition,offset";
+      "k,source,acked_at,version,digest,raw,topic,partition,offset,kind";
 
   static final StructType KEY = StructType.fromDDL("k STRING");
   static final StructType OUTPUT =
@@ -33,5 +37,19 @@ public final class CounterQuery {
         .groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(r.getString(0)), Encoders.row(KEY))
         .transformWithState(
             processor, TimeMode.ProcessingTime(), OutputMode.Append(), Encoders.row(OUTPUT));
+  }
+
+  /**
+   * The single query's counter ({@code layout = "single"}): the indexer task's output (columns of
+   * {@link IndexPublisher#INPUT_COLUMNS}) is published and handed to the counter in the same
+   * micro-batch. {@code specJson}: the indexer's writer ({@code TransactionalWriter.Spec}).
+   */
+  public static Dataset<Row> single(
+      Dataset<Row> indexed, String specJson, String rulesJson, long ttlMs) {
+    Dataset<Row> acks =
+        indexed
+            .selectExpr(IndexPublisher.INPUT_COLUMNS.split(","))
+            .mapPartitions(new IndexPublisher(specJson), Encoders.row(IndexPublisher.OUTPUT));
+    return count(acks, rulesJson, ttlMs);
   }
 }

@@ -1,0 +1,159 @@
+"""Latency per hop, from Kafka timestamps: where a key's time goes between its topics.
+
+A key crosses three hops, each ending in a record on a topic of its own:
+
+- ``index``: a source record → its ack (the indexer bulk-wrote it with
+  ``refresh=wait_for`` and published the ack);
+- ``count``: the key's last ack → its ready event (the counter saw every
+  source searchable);
+- ``enrich``: the ready event → the enriched record (looked up, written,
+  confirmed searchable).
+
+Every timestamp is the record's own Kafka timestamp (the producer's create
+time), read as a ``read_committed`` consumer reads it. :class:`TopicTimes`
+reads the four kinds of topics in a thread while the benchmark runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from fusion.bench.report import rounded
+from fusion.core.config import PipelineConfig
+from fusion.runtime import clients
+from fusion.runtime.metrics import percentiles
+
+HOPS = ("index", "count", "enrich")
+
+
+@dataclass(frozen=True)
+class KeyTimes:
+    """When each of a key's records reached its topic (seconds since the epoch)."""
+
+    sources: Mapping[str, float]  # source name -> its (first) record
+    acks: Mapping[str, float]  # source name -> its (first) ack
+    ready: float | None
+    enriched: float | None
+
+
+class TopicTimes:
+    """Reads the source, ack, ready and enriched topics in a thread: each record's timestamp.
+
+    Only the first record of each key (and source) counts: a replayed or
+    duplicated record does not move a key's times.
+    """
+
+    def __init__(self, config: PipelineConfig) -> None:
+        self.config = config
+        self._sources = {config.topic_of(s): s.name for s in config.sources}
+        self._source: dict[tuple[str, str], float] = {}
+        self._ack: dict[tuple[str, str], float] = {}
+        self._ready: dict[str, float] = {}
+        self._enriched: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="topic-times", daemon=True)
+
+    def __enter__(self) -> TopicTimes:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def enriched(self, keys: Iterable[str]) -> dict[str, float]:
+        """The enriched record's timestamp of each of ``keys`` that has one."""
+        with self._lock:
+            return {k: self._enriched[k] for k in keys if k in self._enriched}
+
+    def of(self, key: str) -> KeyTimes:
+        with self._lock:
+            names = self._sources.values()
+            return KeyTimes(
+                {s: self._source[(key, s)] for s in names if (key, s) in self._source},
+                {s: self._ack[(key, s)] for s in names if (key, s) in self._ack},
+                self._ready.get(key),
+                self._enriched.get(key),
+            )
+
+    def _read(self) -> None:
+        config = self.config
+        consumer = clients.kafka_consumer(config.kafka, f"bench-hops-{uuid.uuid4().hex}")
+        topics = [*self._sources, config.acks_topic, config.ready_topic, config.enriched_topic]
+        listed = consumer.list_topics(timeout=30).topics
+        consumer.assign(
+            [
+                TopicPartition(topic, partition, OFFSET_BEGINNING)
+                for topic in topics
+                for partition in listed[topic].partitions
+            ]
+        )
+        try:
+            while not self._stop.is_set():
+                messages = consumer.consume(num_messages=5_000, timeout=0.5)
+                with self._lock:
+                    for message in messages:
+                        if message.error() is None and message.key() is not None:
+                            self._note(message)
+        finally:
+            consumer.close()
+
+    def _note(self, message: Any) -> None:
+        config = self.config
+        topic, key = message.topic(), message.key().decode()
+        stamp = message.timestamp()[1] / 1000
+        if topic in self._sources:
+            self._source.setdefault((key, self._sources[topic]), stamp)
+        elif topic == config.acks_topic:
+            source = _json_field(message.value(), "source")
+            if source is not None:
+                self._ack.setdefault((key, source), stamp)
+        elif topic == config.ready_topic:
+            if _json_field(message.value(), "kind") == "ready":
+                self._ready.setdefault(key, stamp)
+        elif topic == config.enriched_topic:
+            self._enriched.setdefault(key, stamp)
+
+
+def _json_field(value: bytes | None, name: str) -> Any:
+    try:
+        data = json.loads(value or b"")
+    except ValueError:
+        return None
+    return data.get(name) if isinstance(data, dict) else None
+
+
+def hop_latencies(times: Iterable[KeyTimes]) -> dict[str, list[float]]:
+    """Each hop's latencies (seconds, ascending) over the keys that crossed it."""
+    hops: dict[str, list[float]] = {hop: [] for hop in HOPS}
+    for key in times:
+        for source, acked in key.acks.items():
+            if source in key.sources:
+                hops["index"].append(acked - key.sources[source])
+        if key.ready is not None and key.acks:
+            hops["count"].append(key.ready - max(key.acks.values()))
+        if key.enriched is not None and key.ready is not None:
+            hops["enrich"].append(key.enriched - key.ready)
+    return {hop: sorted(values) for hop, values in hops.items()}
+
+
+def hop_summary(times: Iterable[KeyTimes]) -> dict[str, dict[str, float | None]]:
+    """``{"index": {"p50": ..., "p95": ..., "p99": ..., "count": ...}, "count": ..., ...}``."""
+    summary: dict[str, dict[str, float | None]] = {}
+    for hop, values in hop_latencies(times).items():
+        spread = percentiles(values)
+        summary[hop] = {
+            "p50": rounded(spread["p50"]),
+            "p95": rounded(spread["p95"]),
+            "p99": rounded(spread["p99"]),
+            "count": len(values),
+        }
+    return summary

@@ -1,0 +1,124 @@
+package fusion.counter;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import fusion.output.TransactionalWriter;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+
+/**
+ * The counter's events straight to Kafka, with no Python step: each state partition's output rows
+ * ({@link CounterQuery#OUTPUT}) become the ready, updated and incomplete events and the dead letters,
+ * published by {@link TransactionalWriter} in one transaction per partition. Used when another
+ * query enriches ({@code enrich_in = "enricher"}); the counter's Python task does the same and
+ * enriches too otherwise ({@code fusion.counter.query.decided_events}).
+ */
+public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow>, String> {
+  private static final long serialVersionUID = 1L;
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  private final TransactionalWriter.Spec spec;
+  private final Map<String, String> topics; // ready, updated, incomplete, dlq
+  private final long resolutionMs; // of the deadline clock's buckets
+
+  private CounterEvents(TransactionalWriter.Spec spec, Map<String, String> topics) {
+    this.spec = spec;
+    this.topics = topics;
+    this.resolutionMs = Long.parseLong(topics.getOrDefault("resolution_ms", "1000"));
+  }
+
+  /**
+   * Publish the counter's output rows; the tasks' counts as JSON rows. {@code topicsJson}:
+   * {@code {"ready": ..., "updated": ..., "incomplete": ..., "dlq": ..., "resolution_ms": ...}}.
+   */
+  public static String publish(Dataset<Row> counted, String specJson, String topicsJson) {
+    Map<String, String> topics = new TreeMap<>();
+    try {
+      MAPPER.readTree(topicsJson).properties().forEach(e -> topics.put(e.getKey(), e.getValue().asText()));
+    } catch (IOException e) {
+      throw new IllegalArgumentException("not a topics map: " + e.getMessage(), e);
+    }
+    CounterEvents writer = new CounterEvents(TransactionalWriter.Spec.parse(specJson), topics);
+    List<String> rows = counted.queryExecution().toRdd().toJavaRDD().mapPartitions(writer).collect();
+    return "[" + String.join(",", rows) + "]";
+  }
+
+  @Override
+  public Iterator<String> call(Iterator<InternalRow> rows) {
+    if (!rows.hasNext()) {
+      return Collections.emptyIterator();
+    }
+    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+    TreeMap<String, Long> counts = new TreeMap<>();
+    String failedAt = Decisions.Now.of(Instant.now().toEpochMilli()).iso();
+    while (rows.hasNext()) {
+      InternalRow row = rows.next();
+      String kind = row.getUTF8String(0).toString();
+      String key = row.isNullAt(1) ? null : row.getUTF8String(1).toString();
+      switch (kind) {
+        case "new" -> counts.merge("counter.keys", 1L, Long::sum);
+        case "timer" -> {
+          long due = Long.parseLong(row.getUTF8String(2).toString());
+          long bucket = (due + resolutionMs - 1) / resolutionMs * resolutionMs;
+          counts.merge("clock." + bucket, 1L, Long::sum);
+        }
+        case "dead" -> {
+          counts.merge("counter.dlq", 1L, Long::sum);
+          records.add(record(topics.get("dlq"), key == null || key.isEmpty() ? null : key, deadLetter(row, key, failedAt)));
+        }
+        default -> {
+          counts.merge(COUNTS.get(kind), 1L, Long::sum);
+          records.add(record(topics.get(kind), key, row.getUTF8String(2).toString()));
+        }
+      }
+    }
+    // The transactional id follows the state partition: a replay recomputes the same events there.
+    String task = "p" + TaskContext.get().partitionId();
+    return TransactionalWriter.publishPartition(spec, spec.query(), spec.batch(), task, records, counts)
+        .countRows()
+        .iterator();
+  }
+
+  private static final Map<String, String> COUNTS =
+      Map.of("ready", "counter.fired", "updated", "counter.updated", "incomplete", "counter.incomplete");
+
+  private static ProducerRecord<byte[], byte[]> record(String topic, String key, String value) {
+    return new ProducerRecord<>(
+        topic,
+        key == null ? null : key.getBytes(StandardCharsets.UTF_8),
+        value.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** A rejected ack as {@code fusion.core.events.DeadLetter} writes it (the same fields, in order). */
+  static String deadLetter(InternalRow row, String key, String failedAt) {
+    ObjectNode out = MAPPER.createObjectNode();
+    out.put("reason", row.isNullAt(3) ? null : row.getUTF8String(3).toString());
+    out.put("stage", "counter");
+    out.putNull("source");
+    out.put("topic", row.isNullAt(5) ? null : row.getUTF8String(5).toString());
+    out.put("partition", row.isNullAt(6) ? 0 : row.getInt(6));
+    out.put("offset", row.isNullAt(7) ? 0L : row.getLong(7));
+    if (key == null || key.isEmpty()) {
+      out.putNull("key");
+    } else {
+      out.put("key", key);
+    }
+    out.put("original", row.isNullAt(4) ? null : row.getUTF8String(4).toString());
+    out.put("original_encoding", "utf-8");
+    out.put("failed_at", failedAt);
+    return out.toString();
+  }
+}

@@ -1,0 +1,107 @@
+package fusion.output;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.List;
+import java.util.TreeMap;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * The hand-over from indexing to counting inside one query ({@code layout = "single"}): publishes
+ * an indexer task's acks and dead letters exactly once, and passes its acks on to the counter's
+ * keyed state in the same micro-batch, with the task's counts behind them.
+ *
+ * <p>It runs in the streaming plan, between the indexer's Python task and the counter's {@code
+ * groupByKey}, so it learns the micro-batch from the job Spark runs it in (its {@code
+ * sql.streaming.queryId} and {@code streaming.sql.batchId} local properties). A replayed batch
+ * finds its marker and publishes nothing, but still hands the same acks on: the counter rebuilds
+ * the batch's decisions from them and from the state of before the batch.
+ *
+ * <p>Counts travel as rows of the reserved key {@link #COUNTS_KEY}, which the counter passes
+ * through untouched: so the batch's counts reach the driver with the counter's own, through the
+ * counter's exactly-once output.
+ */
+public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
+  private static final long serialVersionUID = 1L;
+
+  /** The indexer task's rows: its records and counts, and for each ack the counter's fields. */
+  public static final String INPUT_COLUMNS =
+      "task,topic,key,value,name,amount,k,source,acked_at,version,digest,s_topic,s_partition,"
+          + "s_offset";
+
+  /** What the counter reads ({@code fusion.counter.CounterQuery.INPUT_COLUMNS}). */
+  public static final StructType OUTPUT =
+      StructType.fromDDL(
+          "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
+              + "topic STRING, partition INT, offset BIGINT, kind STRING");
+
+  /** No join key: Fusion refuses keys with control characters ({@code indexers/records.py}). */
+  public static final String COUNTS_KEY = "\u0000counts";
+
+  private final TransactionalWriter.Spec spec;
+
+  public IndexPublisher(String specJson) {
+    this.spec = TransactionalWriter.Spec.parse(specJson);
+  }
+
+  @Override
+  public Iterator<Row> call(Iterator<Row> rows) {
+    String task = null;
+    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+    TreeMap<String, Long> counts = new TreeMap<>();
+    List<Row> acks = new ArrayList<>();
+    while (rows.hasNext()) {
+      Row row = rows.next();
+      if (task == null && !row.isNullAt(0)) {
+        task = row.getString(0);
+      }
+      if (!row.isNullAt(1)) {
+        String key = row.isNullAt(2) ? null : row.getString(2);
+        byte[] value = row.isNullAt(3) ? null : (byte[]) row.get(3);
+        records.add(
+            new ProducerRecord<>(
+                row.getString(1), key == null ? null : key.getBytes(StandardCharsets.UTF_8), value));
+        if (!row.isNullAt(6)) {
+          acks.add(
+              RowFactory.create(
+                  row.getString(6),
+                  row.getString(7),
+                  row.getString(8),
+                  row.isNullAt(9) ? null : row.getLong(9),
+                  row.isNullAt(10) ? null : row.getString(10),
+                  value == null ? null : new String(value, StandardCharsets.UTF_8),
+                  row.getString(11),
+                  row.getInt(12),
+                  row.getLong(13),
+                  "ack"));
+        }
+      } else if (!row.isNullAt(4)) {
+        counts.merge(row.getString(4), row.isNullAt(5) ? 0L : row.getLong(5), Long::sum);
+      }
+    }
+    if (task == null) {
+      return Collections.emptyIterator();
+    }
+    TaskContext context = TaskContext.get();
+    String query = context.getLocalProperty("sql.streaming.queryId");
+    long batch = Long.parseLong(context.getLocalProperty("streaming.sql.batchId"));
+    TransactionalWriter.Outcome outcome =
+        TransactionalWriter.publishPartition(spec, query, batch, task, records, counts);
+    List<Row> out = new ArrayList<>(acks);
+    outcome.counts().forEach((name, value) -> out.add(count(name, value, outcome.executor())));
+    return out.iterator();
+  }
+
+  /** A count, for the counter to pass through: its name as source, its value as version. */
+  private static Row count(String name, long value, String executor) {
+    return RowFactory.create(
+        COUNTS_KEY, name, null, value, null, executor, null, null, null, "count");
+  }
+}

@@ -1,0 +1,268 @@
+package fusion.output;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * One transactional id's producer and marker, kept by the executor's JVM across batches (see
+ * {@link TransactionalWriter} for the protocol).
+ */
+final class Writer {
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  /** What {@link #publish} did: the marker's counts, and whether it wrote the batch now. */
+  record Published(Map<String, Long> counts, boolean written) {}
+
+  /** The last batch this id committed. */
+  record Marker(String query, long batch, Map<String, Long> counts) {}
+
+  /** Another process took this transactional id over; the batch is not ours to publish. */
+  static final class FencedError extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    FencedError(String id) {
+      super(
+          "FencedError: another process took over the transactional id "
+              + id
+              + " (is the same query running twice?)");
+    }
+  }
+
+  private final String id;
+  private final Map<String, String> kafka;
+  private final String markersTopic;
+  private final long budgetMs;
+  private KafkaProducer<byte[], byte[]> producer;
+  private KafkaProducer<byte[], byte[]> crashed; // left open by a simulated crash
+  private Marker marker;
+  private int retries;
+
+  Writer(TransactionalWriter.Spec spec, String id) {
+    this.id = id;
+    this.kafka = spec.kafka;
+    this.markersTopic = spec.markersTopic;
+    this.budgetMs = spec.budgetMs;
+  }
+
+  int retries() {
+    return retries;
+  }
+
+  int takeRetries() {
+    int taken = retries;
+    retries = 0;
+    return taken;
+  }
+
+  /** Publish {@code records} and the marker of {@code batch} in one transaction, once. */
+  Published publish(
+      String query,
+      long batch,
+      List<ProducerRecord<byte[], byte[]>> records,
+      Map<String, Long> counts,
+      TransactionalWriter.Spec spec) {
+    long deadline = System.currentTimeMillis() + budgetMs;
+    boolean tookOver = false;
+    long backoff = 200;
+    while (true) {
+      try {
+        if (producer == null) {
+          start();
+        }
+        if (marker != null && marker.query().equals(query) && batch <= marker.batch()) {
+          return new Published(marker.counts(), false);
+        }
+        Marker next = new Marker(query, batch, new TreeMap<>(counts));
+        transaction(records, next, spec);
+        marker = next;
+        spec.faults.point(spec.points + ".after_commit");
+        return new Published(next.counts(), true);
+      } catch (Faults.Crash crash) {
+        // A simulated kill: whatever is open stays open, as after kill -9; the retried task's
+        // new producer takes the id over (aborting it), and then this one is closed.
+        crashed = producer;
+        producer = null;
+        throw crash;
+      } catch (ProducerFencedException | InvalidProducerEpochException e) {
+        drop();
+        if (tookOver) {
+          throw new FencedError(id);
+        }
+        tookOver = true; // the attempt this task replaces held the id: take it over, once
+      } catch (AuthorizationException | AuthenticationException e) {
+        drop();
+        throw new IllegalStateException(
+            "KafkaAuthorizationError: " + id + ": " + e.getMessage(), e);
+      } catch (KafkaException e) {
+        if (fenced(e) && !tookOver) {
+          drop();
+          tookOver = true;
+          continue;
+        }
+        abortOrDrop();
+        retries++;
+        if (System.currentTimeMillis() + backoff > deadline) {
+          throw new IllegalStateException(
+              "TransactionError: the Kafka transaction of "
+                  + id
+                  + " failed for "
+                  + budgetMs / 1000
+                  + " s: "
+                  + e,
+              e);
+        }
+        sleep(backoff);
+        backoff = Math.min(backoff * 2, 5_000);
+      }
+    }
+  }
+
+  private void transaction(
+      List<ProducerRecord<byte[], byte[]>> records, Marker next, TransactionalWriter.Spec spec) {
+    producer.beginTransaction();
+    for (ProducerRecord<byte[], byte[]> record : records) {
+      producer.send(record);
+    }
+    Map<TopicPartition, OffsetAndMetadata> position =
+        Map.of(
+            new TopicPartition(markersTopic, 0),
+            new OffsetAndMetadata(next.batch() + 1, metadata(next)));
+    producer.sendOffsetsToTransaction(position, new ConsumerGroupMetadata(id));
+    spec.faults.point(spec.points + ".before_commit");
+    producer.commitTransaction();
+  }
+
+  private void start() {
+    Properties props = new Properties();
+    props.putAll(kafka);
+    props.put("transactional.id", id);
+    props.put("enable.idempotence", "true");
+    props.put("transaction.timeout.ms", String.valueOf(budgetMs));
+    props.put("linger.ms", "5");
+    props.put("max.block.ms", String.valueOf(Math.min(budgetMs, 60_000)));
+    props.put("delivery.timeout.ms", String.valueOf(Math.max(budgetMs, 120_000)));
+    props.put("key.serializer", ByteArraySerializer.class.getName());
+    props.put("value.serializer", ByteArraySerializer.class.getName());
+    KafkaProducer<byte[], byte[]> created = new KafkaProducer<>(props);
+    try {
+      created.initTransactions();
+      marker = readMarker();
+    } catch (RuntimeException e) {
+      created.close(Duration.ZERO);
+      throw e;
+    }
+    producer = created;
+    if (crashed != null) {
+      crashed.close(Duration.ZERO); // fenced by the init above: its transaction is aborted
+      crashed = null;
+    }
+  }
+
+  /** The committed marker of this id (read after init: no transaction of ours is pending). */
+  private Marker readMarker() {
+    Properties props = new Properties();
+    props.putAll(kafka);
+    props.put("group.id", id);
+    props.put("isolation.level", "read_committed");
+    props.put("enable.auto.commit", "false");
+    props.put("key.deserializer", ByteArrayDeserializer.class.getName());
+    props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+    TopicPartition partition = new TopicPartition(markersTopic, 0);
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+      OffsetAndMetadata found =
+          consumer.committed(Set.of(partition), Duration.ofMillis(budgetMs)).get(partition);
+      return found == null ? null : parse(found.metadata());
+    }
+  }
+
+  static String metadata(Marker marker) {
+    ObjectNode node = MAPPER.createObjectNode();
+    node.put("q", marker.query()).put("b", marker.batch());
+    ObjectNode counts = node.putObject("c");
+    marker.counts().forEach(counts::put);
+    return node.toString();
+  }
+
+  static Marker parse(String metadata) {
+    try {
+      JsonNode node = MAPPER.readTree(metadata == null ? "" : metadata);
+      if (node == null || !node.has("q") || !node.has("b")) {
+        return null;
+      }
+      Map<String, Long> counts = new TreeMap<>();
+      JsonNode c = node.get("c");
+      if (c != null) {
+        c.properties().forEach(e -> counts.put(e.getKey(), e.getValue().asLong()));
+      }
+      return new Marker(node.get("q").asText(), node.get("b").asLong(), counts);
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
+  private static boolean fenced(KafkaException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private void abortOrDrop() {
+    if (producer == null) {
+      return;
+    }
+    try {
+      producer.abortTransaction();
+    } catch (RuntimeException ignored) {
+      drop(); // cannot even abort: a new producer's init will
+    }
+  }
+
+  private void drop() {
+    if (producer != null) {
+      KafkaProducer<byte[], byte[]> old = producer;
+      producer = null;
+      try {
+        old.close(Duration.ZERO);
+      } catch (RuntimeException ignored) {
+        // closing a fenced producer may fail; it is gone either way
+      }
+    }
+  }
+
+  void close() {
+    drop();
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+}

@@ -1,0 +1,109 @@
+"""The whole pipeline as one Spark query (``layout = "single"``, the default).
+
+Each micro-batch of the single query takes a key from its source records to
+its enriched document:
+
+1. **index**: a Python task per Kafka partition of the source topics parses
+   the records and bulk-writes them with ``refresh=wait_for``
+   (:func:`indexers.task.index_records`, as the indexer query does);
+2. **ack**: in the same task, the executor's JVM publishes the acks and dead
+   letters exactly once and hands the acks on
+   (``fusion.output.IndexPublisher``, the rows of :mod:`indexers.handoff`);
+3. **count**: the acks are grouped by join key into the counter's keyed state
+   (``fusion.counter.AckCounter``), which decides the fires;
+4. **enrich and publish**: a Python task per state partition looks up and
+   writes the enriched documents of what fired, and the executor's JVM
+   publishes the events and enriched records exactly once
+   (:class:`fusion.counter.query.CounterBatch`, as with ``enrich_in = "counter"``).
+
+A key is enriched in the micro-batch its last source record arrives in: one
+hop where the stages layout takes two (source → ack topic → counter), each
+of which pays a micro-batch's fixed cost and waits for the next trigger. The
+acks still go to the ack topic; a single query does not read them back.
+
+Spark commits the batch (its source offsets and the counter's state) only
+after every task's transaction committed; a replay recomputes the same acks
+from the same records (Elasticsearch keeps the versions, the ack publisher
+its markers) and the same decisions from the same state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ConfigError
+from fusion.counter import clock
+from fusion.counter.decisions import Rules
+from fusion.counter.query import NO_DATA_BATCHES, CounterBatch, rules_json
+from fusion.runtime.checkpoint import CheckpointFiles
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.stage import (
+    KAFKA_COLUMNS,
+    fault_settings,
+    read_kafka,
+    start_foreach_batch,
+    writer_spec,
+)
+from fusion.runtime.tasks import Job, partition_function
+from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
+from indexers.task import IndexPartition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+QUERY = "single"
+
+
+def start_single(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
+    """Start the single query (and, with deadlines, the counter's clock)."""
+    refuse_a_stages_checkpoint(spark, config)
+    stage = CounterBatch(config, metrics, name=QUERY)
+    started: list[StreamingQuery] = []
+    if config.has_deadlines:
+        stage.clock = clock.DeadlineClock(config, alive=lambda: started[0].isActive)
+        stage.clock.schedule.add(clock.registered_deadlines(spark, config))
+    query = start_foreach_batch(counted(spark, config), stage, {NO_DATA_BATCHES: "false"})
+    started.append(query)
+    if stage.clock is not None:
+        stage.clock.start()
+    return query
+
+
+def counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:
+    """The source topics, indexed and acked, through the counter's keyed state."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    sources = [config.topic_of(s) for s in config.sources]
+    stream = read_kafka(spark, config, *sources, *[config.clock_topic] * config.has_deadlines)
+    if config.has_deadlines:  # a tick makes a batch (which fires due timers), no record
+        stream = stream.where(F.col("topic") != F.lit(config.clock_topic))
+    # The indexer's writer: ids fusion-<pipeline>-single-index@<topic>-<partition>; it reads
+    # the query and batch from the job it runs in.
+    job = Job(config, f"{QUERY}-index", "indexer", query="", batch_id=-1)
+    by_topic = {config.topic_of(s): s.name for s in config.sources}
+    task = partition_function(job, IndexPartition(by_topic), handoff_batch)
+    indexed = stream.select(*KAFKA_COLUMNS).mapInArrow(task, HANDOFF_SCHEMA)
+    spec = writer_spec(config, job, fault_settings(spark))
+    ttl = config.pipeline.state_ttl
+    counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
+    jdf = counter.single(
+        indexed._jdf, spec, rules_json(Rules.of(config)), -1 if ttl is None else int(ttl * 1000)
+    )
+    return DataFrame(jdf, spark)
+
+
+def refuse_a_stages_checkpoint(spark: SparkSession, config: PipelineConfig) -> None:
+    """The counter's state of a stages run stays in its checkpoint: say so, do not start empty."""
+    single = CheckpointFiles(spark, config.checkpoint(QUERY))
+    stages = CheckpointFiles(spark, config.checkpoint("counter"))
+    if not single.exists("offsets") and stages.exists("offsets"):
+        raise ConfigError(
+            "[pipeline] layout",
+            "single",
+            f"the counter's state is in {config.checkpoint('counter')} (layout = "
+            '"stages"); keep layout = "stages", or delete the pipeline\'s checkpoints to start '
+            "afresh",
+        )
