@@ -43,7 +43,11 @@ def run_counter_only(config: PipelineConfig, dataset: Dataset, workdir: Path) ->
     config = config.model_copy(
         update={
             "pipeline": config.pipeline.model_copy(
-                update={"max_offsets_per_trigger": len(dataset.records), "enrich_in": "enricher"}
+                update={
+                    "max_offsets_per_trigger": len(dataset.records),
+                    "layout": "stages",
+                    "enrich_in": "enricher",
+                }
             )
         }
     )

@@ -24,3 +24,9 @@ class SustainError(FusionError):
     """The sustained-load benchmark could not finish a step."""
 
     exit_code = ExitCode.QUERY_FAILED
+
+
+class IdleError(FusionError):
+    """The idle benchmark did not see the deadline it set fire."""
+
+    exit_code = ExitCode.QUERY_FAILED

@@ -19,6 +19,8 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.sustain:
         return bench_sustain_command(args, settings)
+    if args.idle:
+        return bench_idle_command(args, settings)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     unknown = [m for m in modes if m not in bench.MODES]
     if unknown or not modes:
@@ -70,6 +72,17 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
     return print_bench(
         sustain_report.markdown(report), sustain_report.write_report(report, args.out)
     )
+
+
+def bench_idle_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import idle as bench_idle
+
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    with Tracker(err, "idle benchmark", "scenarios", rate=False) as tracker:
+        tracker.step("idle scenarios and one deadline")
+        report = bench_idle.run_idle(settings)
+    return print_bench(bench_idle.markdown(report), bench_idle.write_report(report, args.out))
 
 
 def print_bench(text: str, paths: tuple[Path, ...]) -> int:

@@ -105,6 +105,12 @@ def add_bench(commands: Commands) -> None:
     bench.add_argument(
         "--out", type=Path, default=Path("bench/results"), help="report directory (bench/results)"
     )
+    bench.add_argument(
+        "--idle",
+        action="store_true",
+        help="instead of a burst: the cores a pipeline with no input uses (trigger intervals, "
+        "a deadline set), and how late a deadline fires",
+    )
     sustain = bench.add_argument_group("sustained load (--sustain)")
     sustain.add_argument(
         "--sustain",

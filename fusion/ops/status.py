@@ -77,7 +77,8 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "incomplete": figures.incomplete,
             "updated": figures.updated,
             "dlq": figures.counter_dead_letters,
-            "lag": inputs.lag.get("counter"),
+            # In the single layout one query counts (and indexes, and enriches).
+            "lag": inputs.lag.get(config.counter_query),
         },
         "enricher": {
             "enriched": figures.enriched,
@@ -90,7 +91,7 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "latency_p99_seconds": latency.get("p99"),
             # Enriched in the counter's task: the counter's input is the enricher's too.
             "lag": inputs.lag.get(
-                "enricher" if config.pipeline.enrich_in == "enricher" else "counter"
+                "enricher" if config.pipeline.enrich_in == "enricher" else config.counter_query
             ),
         },
         "alerts": inputs.metrics.get("alerts", {}),
@@ -124,6 +125,8 @@ def render(status: Mapping[str, Any]) -> str:
     )
     lines.append(
         f"            ES requests {e['es_requests']:,} ({e['es_requests_per_key']} per key)  "
-        f"latency p50/p99 {latency}"
+        f"fire→enriched p50/p99 {latency}"
     )
+    if latency != "-":
+        lines.append("            (latency quantiles interpolated within histogram buckets)")
     return "\n".join(lines)

@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.runtime.metrics import LATENCY_BUCKETS, LATENCY_SUM, latency_bucket
+from fusion.runtime.metrics import (
+    LATENCY_BUCKETS,
+    LATENCY_SUM,
+    histogram_percentiles,
+    latency_bucket,
+)
 
 
 @dataclass(frozen=True)
@@ -202,4 +207,7 @@ class Figures:
             f"dlq {self.dead_letters:,}",
             f"ES lookups {self.lookups:,}",
         ]
+        spread = histogram_percentiles(self.counts)
+        if spread["p50"] is not None:
+            parts.append(f"fire→enriched p50 {spread['p50']:.2f} s p99 {spread['p99']:.2f} s")
         return "  ".join([*(f"[{message}]" for message in alerts.values()), "  ".join(parts)])

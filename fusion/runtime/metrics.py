@@ -16,9 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 # Upper bounds (seconds) of the latency buckets; the last catches everything.
+# Fine below a few seconds, where a real-time pipeline's latencies are; every
+# earlier bound is kept, so counts committed by an older Fusion still fit.
 LATENCY_BUCKETS = (
-    0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0,
-    60.0, 120.0, 300.0, float("inf"),
+    0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0,
+    2.5, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 300.0, float("inf"),
 )  # fmt: skip
 LATENCY_PREFIX = "latency.le_"
 # The latencies' sum in milliseconds, for Prometheus's histogram ``_sum``.
@@ -105,23 +107,34 @@ class Metrics:
 
 
 def histogram_percentiles(counts: Mapping[str, int]) -> dict[str, float | None]:
-    """p50/p95/p99 from the latency buckets in ``counts``: each the upper bound of its bucket."""
-    buckets = sorted(
-        (float(name.removeprefix(LATENCY_PREFIX)), value)
+    """p50/p95/p99 estimated from the latency buckets in ``counts``.
+
+    As Prometheus's ``histogram_quantile`` does: the rank's bucket is found,
+    and the latencies in it are taken as spread evenly between its bounds
+    (the first bucket's lower bound is 0). A rank in the open last bucket
+    gives the highest finite bound: "at least this".
+    """
+    found = {
+        float(name.removeprefix(LATENCY_PREFIX)): value
         for name, value in counts.items()
         if name.startswith(LATENCY_PREFIX)
-    )
+    }
+    # Every bound, the empty ones too: a bucket's lower bound is the bound before it.
+    buckets = sorted((bound, found.get(bound, 0)) for bound in set(LATENCY_BUCKETS) | set(found))
     total = sum(value for _, value in buckets)
 
     def rank(p: float) -> float | None:
         if not total:
             return None
-        seen = 0
+        wanted, seen, lower = p * total, 0, 0.0
         for bound, value in buckets:
+            if value and seen + value >= wanted:
+                if bound == float("inf"):
+                    return lower
+                return round(lower + (bound - lower) * (wanted - seen) / value, 3)
             seen += value
-            if seen >= p * total:
-                return bound
-        return buckets[-1][0]
+            lower = bound
+        return lower
 
     return {"p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99), "count": total}
 

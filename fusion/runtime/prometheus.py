@@ -55,10 +55,12 @@ def families(
         *_counter(figures),
         *_enricher(figures),
         _per_query(
-            queries,
+            _dead_letter_stages(config, queries),
             figures.query_dead_letters,
             CounterMetricFamily(
-                "fusion_dead_letters", "Records sent to the dead-letter topic", labels=["query"]
+                "fusion_dead_letters",
+                "Records sent to the dead-letter topic, by the stage that sent them",
+                labels=["query"],
             ),
         ),
         _per_query(
@@ -164,6 +166,17 @@ def _es_requests(config: PipelineConfig, queries: list[str], figures: Figures) -
     for stage, kind, value in rows:
         family.add_metric([stage, kind], value)
     return family
+
+
+def _dead_letter_stages(config: PipelineConfig, queries: list[str]) -> list[str]:
+    """The stages that dead-letter (one query may run several: ``single``, ``indexers``).
+
+    The label keeps a stage's name whichever layout runs it, so an alert on
+    ``indexer-<source>`` holds when the layout changes.
+    """
+    if "naive" in queries:
+        return ["naive"]
+    return [*(f"indexer-{s}" for s in config.source_names), "counter", "enricher"]
 
 
 def _per_query(

@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from fusion.bench.generator import Dataset, GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
@@ -40,26 +42,48 @@ from tests.integration.pipelines import assert_exact_join, drop, write_config_fi
 
 BIN = Path(sys.executable).parent
 SOURCES = ["billing", "insurance", "medicine"]
+Runs = list[tuple[list[str], str]]
 # One run per entry, each after its own slice of the data: (points armed, how the run ends).
-RUNS: list[tuple[list[str], str]] = [
-    (["indexer.driver.before_commit"], "killed"),  # tasks committed acks, the driver not
-    (["counter.driver.after_commit"], "killed"),  # counted and committed, Spark's batch not
+# The default layout: one query indexes (Python), publishes the acks (JVM), counts (JVM),
+# enriches what fired (Python) and publishes the events (JVM); one driver marker per batch.
+SINGLE_RUNS: Runs = [
+    (["counter.driver.before_commit"], "killed"),  # every task committed, the driver not
+    (["counter.driver.after_commit"], "killed"),  # the driver committed, Spark's batch not
     (["enricher.after_lookup:jvm"], "died"),  # the whole JVM, between lookup and write
-    # Tasks' Python workers, each task retried in a fresh worker within the same run:
+    # Tasks, each retried within the same run (Python workers, or the JVM writer's task):
     (
         [
             "indexer.before_bulk",  # during indexing
             "indexer.after_bulk",  # documents in Elasticsearch, no ack yet
-            "indexer.after_commit",  # acks committed, Spark's batch not
-            "counter.before_commit",  # ready events inside the open transaction
-            "counter.after_commit",  # ready events committed, Spark's batch not
-            "enricher.after_write",  # enriched documents written, the enriched topic not
-            "enricher.before_commit",  # enriched records inside the open transaction
-            "enricher.after_commit",  # enriched records committed, Spark's batch not
+            "indexer.before_commit",  # acks inside the open transaction
+            "indexer.after_commit",  # acks committed; the retry hands the same acks on
+            "enricher.after_write",  # enriched documents written, no event published yet
+            "counter.before_commit",  # events and enriched records inside the open transaction
+            "counter.after_commit",  # events committed, the batch not
         ],
         "finished",
     ),
 ]
+# One query per stage, the acks and ready events on their topics.
+STAGES_RUNS: Runs = [
+    (["indexer.driver.before_commit"], "killed"),  # tasks committed acks, the driver not
+    (["counter.driver.after_commit"], "killed"),  # counted and committed, Spark's batch not
+    (["enricher.after_lookup:jvm"], "died"),  # the whole JVM, between lookup and write
+    (
+        [
+            "indexer.before_bulk",
+            "indexer.after_bulk",
+            "indexer.after_commit",
+            "counter.before_commit",  # ready events inside the open transaction
+            "counter.after_commit",
+            "enricher.after_write",  # enriched documents written, the enriched topic not
+            "enricher.before_commit",
+            "enricher.after_commit",
+        ],
+        "finished",
+    ),
+]
+LAYOUTS = {"single": ({}, SINGLE_RUNS), "stages": ({"enrich_in": "enricher"}, STAGES_RUNS)}
 RUN_TIMEOUT = 240.0
 
 
@@ -140,18 +164,25 @@ def _slices(data: Dataset, count: int) -> list[list[tuple[str, str, bytes]]]:
     return [[r for r in data.records if slice_of[r[1]] == n] for n in range(count)]
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_kill_at_every_point_loses_nothing_and_fires_nothing_twice(
-    settings: Settings, tmp_path: Path
+    layout: str, settings: Settings, tmp_path: Path
 ) -> None:
+    options, runs = LAYOUTS[layout]
     config_file = write_config_file(
-        settings, tmp_path / "pipeline.toml", SOURCES, trigger_interval="200 milliseconds"
+        settings,
+        tmp_path / "pipeline.toml",
+        SOURCES,
+        trigger_interval="200 milliseconds",
+        layout=layout,
+        **options,
     )
     config = PipelineConfig.load(config_file, env={})
     options = GenOptions(keys=84, seed=21, duplicate_rate=0.2, missing_rate=0.2)
     data = build_dataset(config, options)
     topology.ensure_topics(config)
     try:
-        for records, (points, ends) in zip(_slices(data, len(RUNS)), RUNS, strict=True):
+        for records, (points, ends) in zip(_slices(data, len(runs)), runs, strict=True):
             produce(config, records)
             _crash(config_file, settings, points, ends, tmp_path)
         _finish(config, config_file, settings, data)

@@ -28,7 +28,7 @@ from tests.integration.pipelines import doc_count, drop, read_topic, write_confi
 
 BIN = Path(sys.executable).parent
 SOURCES = ["billing", "insurance"]
-STAGES = ["indexer-billing", "indexer-insurance", "counter", "enricher"]
+STAGES = ["indexers", "counter", "enricher"]
 
 
 class Components:
@@ -99,7 +99,10 @@ def _status(config_file: Path, settings: Settings) -> dict[str, Any]:
 def test_status_counts_every_component_across_applications_and_restarts(
     settings: Settings, tmp_path: Path
 ) -> None:
-    config_file = write_config_file(settings, tmp_path / "p.toml", SOURCES)
+    # One query per stage (not the default single query), each stage its own application.
+    config_file = write_config_file(
+        settings, tmp_path / "p.toml", SOURCES, layout="stages", enrich_in="enricher"
+    )
     config = PipelineConfig.load(config_file, env={})
     data = build_dataset(config, GenOptions(keys=40, seed=17, duplicate_rate=0, missing_rate=0.1))
     keys = sorted({key for _, key, _ in data.records})

@@ -111,7 +111,7 @@ def story(
                 "L1's complete document",
             )
             run.wait_for(
-                lambda: lag.consumer_lag(config, "counter")["counter"] == 0,
+                lambda: lag.consumer_lag(config, config.counter_query)[config.counter_query] == 0,
                 60,
                 "the counter to decide every ack, the re-sent record's too",
             )

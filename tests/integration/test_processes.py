@@ -71,7 +71,8 @@ def _one_line_error(stderr: str) -> str:
 def test_a_second_process_running_the_same_component_fences_the_first(
     settings: Settings, tmp_path: Path
 ) -> None:
-    first = write_config_file(settings, tmp_path / "first.toml", ["a", "b"])
+    # One source's indexer alone (`--only indexer:a`) runs in the layout of one query per stage.
+    first = write_config_file(settings, tmp_path / "first.toml", ["a", "b"], layout="stages")
     config = PipelineConfig.load(first, env={})
     # The same pipeline on another machine: same name, topics and indexes, its own checkpoints.
     text = first.read_text().replace("-checkpoints", "-checkpoints-elsewhere")

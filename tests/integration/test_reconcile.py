@@ -53,8 +53,9 @@ class Lost:
 @pytest.fixture
 def lost(spark: Any, settings: Settings, tmp_path: Path) -> Iterator[Lost]:
     """The story up to the lost acks; ``mget_chunk = 4``: reconcile enriches 2 keys a chunk."""
+    # The indexers run alone while the acks are lost: one query per stage.
     config_file = write_config_file(
-        settings, tmp_path / "p.toml", ["billing", "insurance"], mget_chunk=4
+        settings, tmp_path / "p.toml", ["billing", "insurance"], mget_chunk=4, layout="stages"
     )
     config = PipelineConfig.load(config_file, env={})
 

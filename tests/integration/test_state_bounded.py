@@ -12,7 +12,6 @@ check is never vacuous.
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import datetime
 from pathlib import Path
@@ -30,7 +29,6 @@ WAVES = 3
 KEYS_PER_WAVE = 100
 TTL_SECONDS = 6
 IDLE_TRIGGERS = 20  # trigger intervals (200 ms in the tests) an idle counter is watched
-STAGES = ["indexer-billing", "indexer-insurance", "counter", "enricher"]
 
 
 def _batch_time(files: CheckpointFiles, batch_id: int) -> int:
@@ -67,14 +65,14 @@ def _fired_ms(settings: Settings, config: PipelineConfig) -> dict[str, int]:
 
 
 def _counter_batch(run: RunningPipeline) -> int:
-    (counter,) = [q for q in run.queries if q.name.endswith("-counter")]
+    (counter,) = [q for q in run.queries if q.name.endswith(f"-{run.config.counter_query}")]
     progress = counter.lastProgress
     return -1 if progress is None else int(progress["batchId"])
 
 
-def _rejected_ack(config: PipelineConfig) -> tuple[str, str, bytes]:
-    ack = {"key": "nudge", "source": "not-a-source", "acked_at": "2026-01-01T00:00:00Z"}
-    return (config.acks_topic, "nudge", json.dumps(ack).encode())
+def _rejected_record(config: PipelineConfig) -> tuple[str, str, bytes]:
+    """A source record the indexer dead-letters: it brings a batch, and no state of its own."""
+    return (config.topic_of(config.source("billing")), "nudge", b"not json")
 
 
 def test_a_key_stays_exactly_as_long_as_its_state_ttl(
@@ -113,9 +111,10 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
             # (an idle transformWithState batch is a job over every state
             # partition); expired state leaves in the next batch. Once every
             # query read its input, the counter stays still while the last TTL
-            # passes (at least IDLE_TRIGGERS triggers); then an ack it rejects
-            # (unknown source: no state of its own) brings that batch.
-            run.wait_for(lambda: lag.behind(config, STAGES) == 0, 60, "every input read")
+            # passes (at least IDLE_TRIGGERS triggers); then a record the
+            # indexer rejects (no state of its own) brings that batch.
+            stages = list(lag.stage_inputs(config))
+            run.wait_for(lambda: lag.behind(config, stages) == 0, 60, "every input read")
             before, since = _counter_batch(run), time.monotonic()
             run.wait_for(
                 lambda: (
@@ -125,7 +124,7 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
                 "the last TTL to pass",
             )
             assert _counter_batch(run) == before, "the idle counter ran micro-batches"
-            produce(config, [_rejected_ack(config)])
+            produce(config, [_rejected_record(config)])
             run.wait_for(emptied, 60, "every fired key's state to expire")
         assert run.metrics.get("counter.fired") == WAVES * KEYS_PER_WAVE
         assert len(everything) == WAVES * KEYS_PER_WAVE

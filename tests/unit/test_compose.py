@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from fusion import pipeline
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
@@ -73,14 +74,17 @@ def test_project_service_reaches_servers_by_their_compose_names() -> None:
 
 def test_one_spark_submit_service_per_component_and_a_generator() -> None:
     services = _compose()["services"]
-    config = PipelineConfig.load(ROOT / "examples/healthcare.toml", env={})
+    # One application per component needs the layout of one query per stage.
+    config = PipelineConfig.load(ROOT / "examples/healthcare-components.toml", env={})
     components = [f"indexer:{name}" for name in config.source_names] + ["counter", "enricher"]
 
     for component in components:
         service = services[component.replace(":", "-")]
         command = service["command"][-1]
         assert command.startswith("spark-submit $(fusion spark-submit-args)")
+        assert "--config examples/healthcare-components.toml" in command
         assert command.endswith(f"--only {component}")
+        pipeline.select(config, component)  # the pipeline file allows running it alone
         assert service["image"] == "fusion:latest"
         assert service["environment"]["FUSION_KAFKA_BOOTSTRAP"] == "kafka:29092"
         assert "checkpoints:/opt/fusion/checkpoints" in service["volumes"]

@@ -1,4 +1,9 @@
-"""One indexer task against real Elasticsearch and Kafka, called as an executor calls it."""
+"""One indexer task against real Elasticsearch and Kafka, called as an executor calls it.
+
+The task returns its records; the executor's JVM writer publishes them in one
+transaction with the batch marker. Here the test hands the task's output to
+that writer itself, through the session's Spark.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ import pytest
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.runtime import clients, topology
-from fusion.runtime.tasks import Job
+from fusion.runtime.stage import task_counts, writer_spec
+from fusion.runtime.tasks import OUTPUT_SCHEMA, Job, output_columns
 from indexers.records import RawRecord
 from indexers.task import index_records
 from tests.integration.pipelines import drop, make_config, read_topic
@@ -39,12 +45,25 @@ def _raw(value: bytes, offset: int) -> RawRecord:
     return RawRecord(value, "billing-topic", 0, offset)
 
 
+def _index(spark: Any, job: Job, raws: list[RawRecord]) -> dict[str, int]:
+    """Index ``raws`` as one task of ``job``, publish its output as the executor does; counts."""
+    columns = output_columns(index_records(job, "billing", raws))
+    rows = list(zip(*columns.values(), strict=True))
+    # One Spark partition, as the task's rows are: the writer publishes per partition.
+    output = spark.createDataFrame(rows, OUTPUT_SCHEMA).coalesce(1)
+    writer = spark._jvm.fusion.output.TransactionalWriter
+    counts: dict[str, int] = {}
+    for row in task_counts(writer.publish(output._jdf, writer_spec(job.config, job, {}))):
+        counts[row.name] = counts.get(row.name, 0) + row.value
+    return counts
+
+
 def test_only_confirmed_documents_are_acked_and_mapping_conflicts_go_to_the_dlq(
-    settings: Settings, config: PipelineConfig
+    spark: Any, settings: Settings, config: PipelineConfig
 ) -> None:
-    index_records(
+    _index(
+        spark,
         _job(config, str(uuid.uuid4()), 0),
-        "billing",
         [
             _raw(b'{"entity_id": "A", "amount": 1.5}', 1),
             _raw(b'{"entity_id": "B", "amount": "not a number"}', 2),
@@ -71,17 +90,17 @@ def test_only_confirmed_documents_are_acked_and_mapping_conflicts_go_to_the_dlq(
 
 
 def test_replays_are_idempotent_and_older_data_never_overwrites_newer(
-    settings: Settings, config: PipelineConfig
+    spark: Any, settings: Settings, config: PipelineConfig
 ) -> None:
     query = str(uuid.uuid4())
     newer: list[Any] = [_raw(b'{"entity_id": "R", "amount": 9.0}', 7)]
     older: list[Any] = [_raw(b'{"entity_id": "R", "amount": 1.0}', 5)]
 
-    first = index_records(_job(config, query, 0), "billing", newer)
+    first = _index(spark, _job(config, query, 0), newer)
     # Spark replaying batch 0: its transaction committed already; nothing is written.
-    replay = index_records(_job(config, query, 0), "billing", newer)
-    later = index_records(_job(config, query, 1), "billing", newer)  # same version, rewritten
-    stale = index_records(_job(config, query, 2), "billing", older)  # older, after the newer
+    replay = _index(spark, _job(config, query, 0), newer)
+    later = _index(spark, _job(config, query, 1), newer)  # same version, rewritten
+    stale = _index(spark, _job(config, query, 2), older)  # older, after the newer
 
     es = clients.elasticsearch(config.elasticsearch)
     doc = es.get(index=config.index_of(config.source("billing")), id="R")

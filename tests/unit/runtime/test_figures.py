@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fusion.runtime.figures import Figures
+from fusion.runtime.metrics import Metrics
 
 COUNTS = {
     "indexer.billing.records": 12,
@@ -55,7 +56,20 @@ def test_the_headline_and_the_status_line_say_the_same() -> None:
     assert headline["es_requests_per_key"] == 0.25 and headline["dead_letters"] == 6
     assert line.startswith("[Kafka unavailable, retrying]  indexed 17  acks 17  pending keys 2")
     assert "incomplete 1" in line and "updated" not in line  # only lifecycle events that happened
-    assert line.endswith("enriched 8  dlq 6  ES lookups 2")
+    assert "enriched 8  dlq 6  ES lookups 2  fire→enriched p50 0.47 s p99 300.00 s" in line
+
+
+def test_the_status_line_shows_latency_quantiles_once_there_are_latencies() -> None:
+    metrics = Metrics()
+    for seconds in (0.12, 0.14, 0.18, 2.2):
+        metrics.observe_latency(seconds)
+
+    line = Figures(metrics.counts()).status_line({})
+
+    # Interpolated within buckets: the 2nd of 4 is the top of (0.1, 0.15]; the 4th
+    # (p99: 96 % of it) falls in (2.0, 2.5].
+    assert line.endswith("fire→enriched p50 0.15 s p99 2.48 s"), line
+    assert "fire→enriched" not in Figures({"counter.fired": 3}).status_line({})
 
 
 def test_an_empty_run_reads_as_zeros() -> None:

@@ -42,5 +42,14 @@ def test_latencies_add_up_as_a_histogram() -> None:
 
     spread = histogram_percentiles(total.counts())
 
-    assert latency_bucket(0.2) == "latency.le_0.25" and latency_bucket(1e9) == "latency.le_inf"
-    assert (spread["p50"], spread["p99"], spread["count"]) == (0.5, 15.0, 4)
+    assert latency_bucket(0.22) == "latency.le_0.25" and latency_bucket(1e9) == "latency.le_inf"
+    # Interpolated within the rank's bucket: p50 is the 2nd of 4, the top of (0.3, 0.4];
+    # p99 is 96 % of the way through (10, 15], where the one latency of 12 s fell.
+    assert (spread["p50"], spread["p99"], spread["count"]) == (0.4, 14.8, 4)
+
+
+def test_a_quantile_in_the_open_last_bucket_is_the_highest_finite_bound() -> None:
+    metrics = Metrics()
+    metrics.observe_latency(1_000.0)
+
+    assert histogram_percentiles(metrics.counts())["p50"] == 300.0

@@ -1,0 +1,201 @@
+"""`fusion bench --idle`: what a pipeline with no input costs, and how late its deadlines fire.
+
+Each scenario runs `fusion run` in its own process (:class:`PipelineProcess`)
+on a 3-source pipeline and no input, lets it settle, then adds up the CPU
+time of the process and every process under it (the Spark JVM, its Python
+workers) over a window: cores used while idle. Scenarios: no deadline at a
+few trigger intervals (the cost of an empty trigger), and a ``timeout`` set.
+
+Then one deadline: a key with two of its three sources, ``timeout`` = 5 s.
+Its lateness is the incomplete event's Kafka timestamp minus the moment its
+deadline came (first ack + timeout), to hold against ``deadline_resolution``
+plus one micro-batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from fusion import pipeline
+from fusion.bench.burst import BenchOptions, bench_config
+from fusion.bench.errors import IdleError
+from fusion.bench.generator import produce
+from fusion.bench.process import PipelineProcess
+from fusion.bench.report import git_commit, machine
+from fusion.core.config import PipelineConfig
+from fusion.core.events import now_iso
+from fusion.core.settings import Settings
+from fusion.runtime import clients, topology
+
+SOURCES = 3
+DEADLINE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class IdleOptions:
+    settle_seconds: float = 20.0  # after start: the JVM's start-up compilation calms down
+    window_seconds: float = 30.0  # CPU is added up over this long
+    triggers: tuple[str, ...] = ("0", "100 milliseconds", "1 second")
+    timeout: str = "30s"
+
+
+def run_idle(settings: Settings, options: IdleOptions = IdleOptions()) -> dict[str, Any]:
+    """Every scenario's idle cores, and one deadline's lateness; the report."""
+    scenarios: list[dict[str, Any]] = []
+    for trigger in options.triggers:
+        cores = _idle_cores(settings, options, {"trigger_interval": trigger})
+        scenarios.append({"trigger_interval": trigger, "timeout": None, "cores": cores})
+    cores = _idle_cores(settings, options, {"timeout": options.timeout})
+    scenarios.append({"trigger_interval": "default", "timeout": options.timeout, "cores": cores})
+    lateness, resolution = _deadline_lateness(settings)
+    return {
+        "kind": "idle",
+        "sources": SOURCES,
+        "date": now_iso(),
+        "commit": git_commit(),
+        "machine": machine(settings),
+        "window_seconds": options.window_seconds,
+        "scenarios": scenarios,
+        "deadline": {
+            "timeout_seconds": DEADLINE_SECONDS,
+            "resolution_seconds": resolution,
+            "lateness_seconds": lateness,
+        },
+    }
+
+
+def _config(settings: Settings, overrides: dict[str, Any]) -> PipelineConfig:
+    base = bench_config(settings, "batched", BenchOptions(1, SOURCES), f"i{uuid.uuid4().hex[:6]}")
+    data = base.model_dump(mode="python")
+    data["pipeline"] |= overrides
+    return PipelineConfig.model_validate(data)
+
+
+def _idle_cores(settings: Settings, options: IdleOptions, overrides: dict[str, Any]) -> float:
+    config = _config(settings, overrides)
+    topology.delete_all(config)
+    pipeline.prepare(config)
+    workdir = Path(tempfile.mkdtemp(prefix="fusion-idle-"))
+    try:
+        with PipelineProcess(config, workdir) as run:
+            run.wait_started()
+            assert run.process is not None
+            time.sleep(options.settle_seconds)
+            run.check()
+            before = _tree_cpu_seconds(run.process.pid)
+            time.sleep(options.window_seconds)
+            run.check()
+            used = _tree_cpu_seconds(run.process.pid) - before
+            run.stop()
+    finally:
+        topology.delete_all(config)
+    return round(used / options.window_seconds, 3)
+
+
+def _deadline_lateness(settings: Settings) -> tuple[float, float]:
+    """Seconds from one key's deadline to its incomplete event, and the clock's resolution."""
+    config = _config(settings, {"timeout": f"{DEADLINE_SECONDS:g}s"})
+    topology.delete_all(config)
+    pipeline.prepare(config)
+    workdir = Path(tempfile.mkdtemp(prefix="fusion-idle-"))
+    key = "late-1"
+    present = config.sources[:2]
+    try:
+        with PipelineProcess(config, workdir) as run:
+            run.wait_started()
+            value = json.dumps({config.key_field: key}).encode()
+            produce(config, [(config.topic_of(s), key, value) for s in present])
+            event, stamp = _first_record(config, config.incomplete_topic, run)
+            run.stop()
+    finally:
+        topology.delete_all(config)
+    due = datetime.fromisoformat(event["first_ack_at"]).timestamp() + DEADLINE_SECONDS
+    return round(stamp - due, 3), config.pipeline.deadline_resolution
+
+
+def _first_record(
+    config: PipelineConfig, topic: str, run: PipelineProcess, timeout: float = 120.0
+) -> tuple[dict[str, Any], float]:
+    """The first committed record of ``topic``: its JSON value and Kafka timestamp (seconds)."""
+    consumer = clients.kafka_consumer(config.kafka, f"bench-idle-{uuid.uuid4().hex}")
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run.check()
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            return json.loads(message.value() or b"{}"), message.timestamp()[1] / 1000
+        raise IdleError(f"no record on {topic} within {timeout:.0f} s")
+    finally:
+        consumer.close()
+
+
+def _tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system) of ``root`` and every process under it, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat(int(entry))
+            if stat is not None:
+                children.setdefault(int(stat[1]), []).append(int(entry))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        stat = _stat(pid)
+        if stat is not None:
+            total += int(stat[11]) + int(stat[12])
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state, ppid, ...)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The idle report as Markdown: cores per scenario, the deadline's lateness."""
+    lines = [
+        f"# Idle: {report['sources']} sources, no input (commit {report['commit']})",
+        "",
+        f"CPU of `fusion run` and every process under it over {report['window_seconds']:g} s.",
+        "",
+        "| trigger_interval | timeout | cores |",
+        "|---|---|---|",
+    ]
+    for s in report["scenarios"]:
+        lines.append(f"| {s['trigger_interval']} | {s['timeout'] or '-'} | {s['cores']:.3f} |")
+    d = report["deadline"]
+    lines += [
+        "",
+        f"One key with a source missing, timeout {d['timeout_seconds']:g} s: its incomplete "
+        f"event came {d['lateness_seconds']:.2f} s after its deadline "
+        f"(deadline_resolution {d['resolution_seconds']:g} s).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    """``<out_dir>/<timestamp>-idle-n<sources>.{json,md}``."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = out_dir / f"{stamp}-idle-n{report['sources']}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = base.with_suffix(".json"), base.with_suffix(".md")
+    json_path.write_text(json.dumps(report, indent=2))
+    md_path.write_text(markdown(report))
+    return json_path, md_path
