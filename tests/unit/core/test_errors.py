@@ -78,7 +78,7 @@ def _every_error_class() -> set[type[FusionError]]:
 
 def _samples() -> list[FusionError]:
     from acks.errors import AckError
-    from fusion.bench.errors import PipelineProcessError, SustainError
+    from fusion.bench.errors import IdleError, PipelineProcessError, SustainError
     from fusion.infra.errors import CompileError
     from fusion.runtime.errors import (
         FencedError,
@@ -110,6 +110,7 @@ def _samples() -> list[FusionError]:
         TopologyError("topic p.acks", "the broker did not answer in 60 s"),
         AckError("missing field 'source'"),
         SustainError("the first step did not keep up"),
+        IdleError("no record on p.incomplete within 120 s"),
         PipelineProcessError("the pipeline process exited", Path("/nonexistent.log")),
     ]
 
