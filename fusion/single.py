@@ -33,16 +33,14 @@ from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
-from fusion.counter import clock
 from fusion.counter.decisions import Rules
-from fusion.counter.query import NO_DATA_BATCHES, CounterBatch, rules_json
+from fusion.counter.query import CounterBatch, rules_json, start_with_clock
 from fusion.runtime.checkpoint import CheckpointFiles
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.stage import (
     KAFKA_COLUMNS,
     fault_settings,
     read_kafka,
-    start_foreach_batch,
     writer_spec,
 )
 from fusion.runtime.tasks import Job, partition_function
@@ -59,16 +57,7 @@ QUERY = "single"
 def start_single(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
     """Start the single query (and, with deadlines, the counter's clock)."""
     refuse_a_stages_checkpoint(spark, config)
-    stage = CounterBatch(config, metrics, name=QUERY)
-    started: list[StreamingQuery] = []
-    if config.has_deadlines:
-        stage.clock = clock.DeadlineClock(config, alive=lambda: started[0].isActive)
-        stage.clock.schedule.add(clock.registered_deadlines(spark, config))
-    query = start_foreach_batch(counted(spark, config), stage, {NO_DATA_BATCHES: "false"})
-    started.append(query)
-    if stage.clock is not None:
-        stage.clock.start()
-    return query
+    return start_with_clock(spark, config, CounterBatch(config, metrics, name=QUERY), counted)
 
 
 def counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:

@@ -259,9 +259,10 @@ class StepMeter:
         deadline = started + self.options.drain_seconds
         while True:
             self.run.check()
-            found = self.times.enriched(keys)
             if self._caught_up(keys):
-                return time.monotonic() - started, found
+                # Read after the check: a key enriched in between counts.
+                return time.monotonic() - started, self.times.enriched(keys)
+            found = self.times.enriched(keys)
             if time.monotonic() > deadline:
                 break
             time.sleep(0.5)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -249,13 +250,22 @@ def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics)
     one per trigger took most of the machine while nothing arrived); the
     clock's ticks are the input that fires deadlines on time.
     """
-    stage = CounterBatch(config, metrics)
+    return start_with_clock(spark, config, CounterBatch(config, metrics), counted_acks)
+
+
+def start_with_clock(
+    spark: SparkSession,
+    config: PipelineConfig,
+    stage: CounterBatch,
+    plan: Callable[[SparkSession, PipelineConfig], DataFrame],
+) -> StreamingQuery:
+    """Start the query of ``plan`` with ``stage`` as its batch function, and the deadline clock."""
     started: list[StreamingQuery] = []
     if config.has_deadlines:
         # Before the query starts: its first batch already reports deadlines.
         stage.clock = clock.DeadlineClock(config, alive=lambda: started[0].isActive)
         stage.clock.schedule.add(clock.registered_deadlines(spark, config))
-    query = start_foreach_batch(counted_acks(spark, config), stage, {NO_DATA_BATCHES: "false"})
+    query = start_foreach_batch(plan(spark, config), stage, {NO_DATA_BATCHES: "false"})
     started.append(query)
     if stage.clock is not None:
         stage.clock.start()
