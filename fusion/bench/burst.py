@@ -223,9 +223,10 @@ def run_bench(
         for mode in options.modes:
             on_step(f"run {run + 1}/{options.runs}: {mode} mode, {options.keys:,} keys")
             config = bench_config(settings, mode, options, f"{tag}{run}")
-            # Same seed, same records; only the topic names differ per mode.
-            dataset = build_dataset(config, gen)
-            runs[mode].append(run_mode(config, dataset, mode, options.rate, workdir))
+            # Same seed, same records; only the topic names differ per mode (the floor's
+            # dataset stays the base's: it maps topics to sources by the base's names).
+            records = build_dataset(config, gen)
+            runs[mode].append(run_mode(config, records, mode, options.rate, workdir))
     on_step("the counter alone")
     counter_config = bench_config(settings, "batched", options, f"{tag}c")
     counter = run_counter_only(counter_config, build_dataset(counter_config, gen), workdir)
