@@ -109,7 +109,10 @@ def run_until(
                 on_started = None
             if tick is not None:
                 tick()
-            if (done is not None and done()) or (interrupted is not None and interrupted.is_set()):
+            if interrupted is not None and interrupted.is_set():
+                return
+            if done is not None and done():
+                _let_batches_commit(queries)
                 return
             if stop_when_idle is not None and watcher.idle_for() >= stop_when_idle:
                 if caught_up is None or caught_up():
@@ -122,6 +125,19 @@ def run_until(
         for query in queries:
             with contextlib.suppress(Py4JError, ConnectionError):
                 query.stop()
+
+
+def _let_batches_commit(queries: list[StreamingQuery], timeout: float = 30.0) -> None:
+    """Wait (a while) for the batches in flight to finish before the queries are stopped.
+
+    What ``done`` waits for (every key enriched) is true once a batch's
+    foreachBatch has published, before Spark writes the batch to its commit
+    log; a stop in between leaves the batch to be replayed by the next run and
+    its state unreadable by ``fusion status`` until then.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(q.status["isTriggerActive"] for q in queries):
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager

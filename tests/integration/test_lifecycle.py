@@ -243,3 +243,35 @@ def test_status_counts_every_stage(story: Story) -> None:
     assert report["enricher"]["es_requests_per_key"] is not None
     assert report["enricher"]["latency_p99_seconds"] is not None
     assert "pending keys 0" in status.render(report)
+
+
+def test_a_deadline_pending_at_a_restart_fires_with_no_new_input(
+    spark: Any, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A restart with a deadline pending: the clock reads the timers in the checkpoint
+    (Spark's state reader, ``readRegisteredTimers``) and the key expires with no source
+    input after the restart."""
+    from fusion.bench.generator import produce
+
+    config = make_config(
+        settings, tmp_path_factory.mktemp("restart"), ["billing", "insurance"], timeout="8s"
+    )
+    try:
+        with RunningPipeline(spark, config) as run:
+            produce(config, [source_record(config, "billing", "R1", amount=1)])
+            # Spark reports a batch's progress after committing it: the restart then
+            # replays nothing.
+            run.wait_for(
+                lambda: any(p["numInputRows"] for p in run.queries[0].recentProgress),
+                120,
+                "R1's batch committed",
+            )
+        assert read_topic(settings, config.incomplete_topic) == []
+        with RunningPipeline(spark, config) as again:
+            again.wait_for(
+                lambda: again.metrics.get("counter.incomplete") >= 1, 120, "R1's deadline"
+            )
+        [(key, event)] = read_topic(settings, config.incomplete_topic)
+        assert key == "R1" and event["missing"] == ["insurance"]
+    finally:
+        drop(config)
