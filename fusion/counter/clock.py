@@ -151,6 +151,7 @@ def registered_deadlines(spark: SparkSession, config: PipelineConfig) -> dict[in
     )
     due = timers.select(F.col("expiration_timestamp_ms").alias("due"))
     buckets = due.select((F.ceil(F.col("due") / resolution) * resolution).alias("bucket"))
+    # Grouped on the executors: one row per deadline bucket reaches the driver, not per key.
     return {
         int(row.bucket): int(row["count"]) for row in buckets.groupBy("bucket").count().collect()
     }

@@ -52,6 +52,7 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
       throw new IllegalArgumentException("not a topics map: " + e.getMessage(), e);
     }
     CounterEvents writer = new CounterEvents(TransactionalWriter.Spec.parse(specJson), topics);
+    // The events leave from the state partitions' tasks; the driver gets their counts only.
     List<String> rows = counted.queryExecution().toRdd().toJavaRDD().mapPartitions(writer).collect();
     return "[" + String.join(",", rows) + "]";
   }

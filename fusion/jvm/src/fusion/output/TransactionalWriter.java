@@ -76,6 +76,7 @@ public final class TransactionalWriter
     Spec spec = Spec.parse(specJson);
     JavaRDD<InternalRow> input =
         rows.selectExpr(INPUT_COLUMNS.split(",")).queryExecution().toRdd().toJavaRDD();
+    // Each task publishes its own records; the driver gets one JSON string of counts per task.
     List<String> results = input.mapPartitions(new TransactionalWriter(spec)).collect();
     return "[" + String.join(",", results) + "]";
   }
