@@ -93,7 +93,9 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     crash_point("indexer.after_bulk")
     dead.extend(written.dead)
     acks = list(_acks(source, written.confirmed))
-    out = dead_letter_records(config.dlq_topic, dead) + ack_records(config.acks_topic, acks)
+    out = dead_letter_records(config.dlq_topic, dead, config.message_limit) + ack_records(
+        config.acks_topic, acks
+    )
     prefix = f"indexer.{source}"
     counts = {
         f"{prefix}.records": len(raws),

@@ -111,11 +111,11 @@ class NaiveMatcher:
         written = write_documents(self.es, target, enriched, self.retry, self.metrics)
         self.metrics.add("enricher.enriched", len(written.confirmed))
         self.metrics.add("naive.bulk_requests", written.requests)
-        self.metrics.add("naive.dlq", len(dead) + len(written.dead))
         self.pool.shutdown()
-        return enriched_records(self.config, written.confirmed) + dead_letter_records(
-            self.config.dlq_topic, dead + written.dead
-        )
+        records, too_large = enriched_records(self.config, written.confirmed)
+        dead = dead + written.dead + too_large
+        self.metrics.add("naive.dlq", len(dead))
+        return records + dead_letter_records(self.config.dlq_topic, dead, self.config.message_limit)
 
     def _index(
         self, arrivals: list[Arrival]

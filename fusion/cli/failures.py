@@ -9,6 +9,8 @@ Anything else is a bug: one line that says so, the traceback with ``--debug``.
 
 from __future__ import annotations
 
+from confluent_kafka import KafkaError
+
 from fusion.core.errors import (
     CredentialsError,
     ExitCode,
@@ -19,6 +21,7 @@ from fusion.core.errors import (
 )
 from fusion.core.settings import Settings
 from fusion.infra.errors import InfraError
+from fusion.runtime.kafka_calls import classify
 
 
 def report(exc: BaseException, settings: Settings | None, debug: bool) -> tuple[int, str]:
@@ -27,7 +30,7 @@ def report(exc: BaseException, settings: Settings | None, debug: bool) -> tuple[
     if error is None:
         hint = "" if debug else " (run with --debug for the traceback)"
         return ExitCode.UNEXPECTED, one_line(f"unexpected {type(exc).__name__}: {exc}{hint}")
-    return error.exit_code, one_line(str(error))
+    return error.code(), one_line(str(error))
 
 
 def one_line(message: str) -> str:
@@ -42,6 +45,9 @@ def as_fusion_error(exc: BaseException, settings: Settings) -> FusionError | Non
     name = type(exc).__name__
     module = type(exc).__module__
     if module.startswith("confluent_kafka") or name == "KafkaException":
+        error = exc.args[0] if exc.args else None
+        if isinstance(error, KafkaError):
+            return classify(error, "a request", settings.kafka.bootstrap)
         return ServiceUnavailableError("Kafka", settings.kafka.bootstrap, _detail(exc))
     if module.startswith(("elasticsearch", "elastic_transport")):
         status = getattr(getattr(exc, "meta", None), "status", None)

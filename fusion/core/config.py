@@ -51,6 +51,12 @@ EnrichIn = Literal["counter", "enricher"]
 # `fusion run --only` can run in a process of its own.
 Layout = Literal["single", "stages"]
 
+# The enriched document's object of Fusion's own fields (fired_at, versions, ...).
+RESERVED_FIELD = "fusion"
+# Room for what a record carries besides its payload: a dead letter's metadata,
+# a record batch's header.
+MESSAGE_HEADROOM = 64 * 1024
+
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -216,6 +222,20 @@ class PipelineConfig(Settings):
         return sources
 
     @model_validator(mode="after")
+    def _check_source_names(self) -> PipelineConfig:
+        # The enriched document nests each source under its name, next to the
+        # key field and Fusion's own "fusion" object: a source named like
+        # either would overwrite them.
+        for source in self.sources:
+            if source.name in (self.pipeline.key_field, RESERVED_FIELD):
+                raise ValueError(
+                    f"source name {source.name!r} is taken: the enriched document keeps the "
+                    f"key in {self.pipeline.key_field!r} and Fusion's fields in "
+                    f"{RESERVED_FIELD!r}; rename the source"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _check_lifecycle(self) -> PipelineConfig:
         if not self.required_sources:
             raise ValueError("at least one source must be required (required = true)")
@@ -249,6 +269,34 @@ class PipelineConfig(Settings):
     @property
     def max_record_bytes(self) -> int:
         return self.pipeline.max_record_bytes
+
+    @property
+    def message_limit(self) -> int:
+        """The largest key + value a stage publishes whole to one of its output topics.
+
+        An enriched document joins up to N source records of up to
+        ``max_record_bytes`` each; a dead letter carries one record plus its
+        metadata. An output still larger (JSON escaping can grow a record)
+        becomes a dead letter whose original is cut (:mod:`fusion.core.events`).
+        """
+        return (len(self.sources) + 1) * self.max_record_bytes + MESSAGE_HEADROOM
+
+    @property
+    def topic_message_bytes(self) -> int:
+        """``max.message.bytes`` of the topics Fusion writes, and its producers' request size:
+        room for one record of :attr:`message_limit` in a record batch."""
+        return self.message_limit + MESSAGE_HEADROOM
+
+    def output_topics(self) -> list[str]:
+        """The topics Fusion's stages write records to (not the sources, not its bookkeeping)."""
+        return [
+            self.acks_topic,
+            self.ready_topic,
+            self.enriched_topic,
+            self.dlq_topic,
+            self.incomplete_topic,
+            self.updates_topic,
+        ]
 
     @property
     def name(self) -> str:

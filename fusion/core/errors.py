@@ -33,6 +33,11 @@ class ExitCode(IntEnum):
     QUERY_FAILED = 5
     #: The local runtime (``fusion infra``) could not be set up or started.
     INFRA = 6
+    #: A topic or index the pipeline writes is gone, or set up so that it cannot take the
+    #: pipeline's records (an index deleted while running, a topic's message size).
+    DEPLOYMENT = 7
+    #: Kafka refused a request for a reason no other code covers (its error code is in the line).
+    KAFKA_REFUSED = 8
     #: Stopped by Ctrl-C (128 + SIGINT, as shells count it).
     INTERRUPTED = 130
 
@@ -48,6 +53,10 @@ class FusionError(Exception):
     """Root of all errors raised by Fusion; each subclass sets its ``exit_code``."""
 
     exit_code: ClassVar[ExitCode] = ExitCode.UNEXPECTED
+
+    def code(self) -> ExitCode:
+        """The exit code this error ends a command with (its class's, unless it relays another)."""
+        return self.exit_code
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Subclasses take keyword fields, not the message, so the default

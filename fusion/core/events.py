@@ -6,14 +6,19 @@ Every event is compact UTF-8 JSON with ISO-8601 UTC timestamps (``...Z``).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 Stage = Literal["indexer", "counter", "enricher"]
+
+# What a dead letter keeps of an original too large to travel whole (its
+# SHA-256 and size name the whole one, which stays in its source topic or index).
+ORIGINAL_KEPT_BYTES = 64 * 1024
 
 
 def iso_utc(value: datetime) -> str:
@@ -26,6 +31,25 @@ def iso_utc(value: datetime) -> str:
 def iso_from_ms(ms: int) -> str:
     """Epoch milliseconds (Spark's processing time, timers) as ISO-8601 UTC."""
     return iso_utc(datetime.fromtimestamp(ms / 1000, UTC))
+
+
+def check_timestamp(value: str) -> str:
+    """An event's timestamp: ISO-8601 with a time and a UTC offset, as Fusion writes them.
+
+    Elasticsearch's date type also takes epoch milliseconds or a bare date;
+    the enricher computes with these timestamps, so they are checked where
+    an event is read.
+    """
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO-8601 timestamp") from None
+    if "T" not in value or parsed.tzinfo is None:
+        raise ValueError(f"{value!r} needs a time and a UTC offset (e.g. 2026-01-01T12:00:00Z)")
+    return value
+
+
+Timestamp = Annotated[str, AfterValidator(check_timestamp)]
 
 
 def now_utc() -> datetime:
@@ -45,7 +69,10 @@ class DeadLetter(BaseModel):
     """A record Fusion could not use, with why, and the original bytes to replay it.
 
     ``original`` is the record's value decoded as UTF-8, or base64 when it is
-    not valid UTF-8 (``original_encoding`` says which).
+    not valid UTF-8 (``original_encoding`` says which). A dead letter that
+    would not fit in a Kafka message carries only the first
+    :data:`ORIGINAL_KEPT_BYTES` of it: ``original_size`` and ``original_sha256``
+    then name the whole original (both None when it is whole).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -60,6 +87,8 @@ class DeadLetter(BaseModel):
     original: str | None
     original_encoding: Literal["utf-8", "base64"] = "utf-8"
     failed_at: str
+    original_size: int | None = None
+    original_sha256: str | None = None
 
     @classmethod
     def of(
@@ -90,12 +119,50 @@ class DeadLetter(BaseModel):
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()
 
+    def original_bytes(self) -> bytes | None:
+        """The original record's bytes, as far as this dead letter carries them."""
+        if self.original is None:
+            return None
+        if self.original_encoding == "base64":
+            return base64.b64decode(self.original)
+        return self.original.encode()
+
+    def cut(self, keep: int = ORIGINAL_KEPT_BYTES) -> DeadLetter:
+        """This dead letter with the first ``keep`` bytes of its original, and the whole
+        original's size and SHA-256."""
+        whole = self.original_bytes()
+        if whole is None or len(whole) <= keep or self.original_size is not None:
+            return self
+        head = whole[:keep]
+        if self.original_encoding == "utf-8":
+            text = head.decode("utf-8", errors="ignore")  # no half character at the cut
+        else:
+            text = base64.b64encode(head).decode()
+        return self.model_copy(
+            update={
+                "original": text,
+                "original_size": len(whole),
+                "original_sha256": hashlib.sha256(whole).hexdigest(),
+            }
+        )
+
 
 def dead_letter_records(
-    topic: str, letters: Iterable[DeadLetter]
+    topic: str, letters: Iterable[DeadLetter], limit: int | None = None
 ) -> list[tuple[str, str | None, bytes]]:
-    """The dead-letter topic's Kafka records (key = join key where known)."""
-    return [(topic, letter.key, letter.to_bytes()) for letter in letters]
+    """The dead-letter topic's Kafka records (key = join key where known).
+
+    A dead letter larger than ``limit`` bytes (a Kafka message's) travels with
+    its original cut (:meth:`DeadLetter.cut`): the pipeline goes on.
+    """
+    records = []
+    for letter in letters:
+        value = letter.to_bytes()
+        if limit is not None and len(value) + len((letter.key or "").encode()) > limit:
+            # Escaping may grow the kept bytes up to six times (\\u0001): keep few enough.
+            value = letter.cut(min(ORIGINAL_KEPT_BYTES, limit // 8)).to_bytes()
+        records.append((topic, letter.key, value))
+    return records
 
 
 def _encode_original(value: bytes | None) -> tuple[str | None, Literal["utf-8", "base64"]]:
@@ -120,8 +187,8 @@ class ReadyEvent(BaseModel):
 
     key: str
     sources: list[str]
-    first_ack_at: str
-    fired_at: str
+    first_ack_at: Timestamp
+    fired_at: Timestamp
     kind: Literal["ready", "updated"] = "ready"
     versions: dict[str, int] = {}
 
@@ -137,8 +204,8 @@ class IncompleteEvent(BaseModel):
     key: str
     present: list[str]
     missing: list[str]
-    first_ack_at: str
-    expired_at: str
+    first_ack_at: Timestamp
+    expired_at: Timestamp
     versions: dict[str, int] = {}
 
     def to_bytes(self) -> bytes:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from acks.contract import ACK_SPARK_SCHEMA
 from fusion.core.config import PipelineConfig
-from fusion.core.events import DeadLetter
+from fusion.core.events import DeadLetter, dead_letter_records
 from fusion.counter import clock
 from fusion.counter.decisions import Rules
 from fusion.enricher.task import Wanted, Where, enrich
@@ -160,7 +160,7 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
                 raw.encode() if raw is not None else None,
                 key or None,
             )
-            out.append((config.dlq_topic, key or None, letter.to_bytes()))
+            out += dead_letter_records(config.dlq_topic, [letter], config.message_limit)
         elif kind != "new":
             value = event.encode()
             out.append((topics[kind], key, value))

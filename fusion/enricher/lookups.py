@@ -7,7 +7,10 @@ Two modes:
   micro-batch of K ready keys costs ceil(K·N / mget_chunk) requests.
 
 Every request is retried with backoff while Elasticsearch is unreachable
-(:mod:`fusion.runtime.retry`); a retry counts as another request.
+(:mod:`fusion.runtime.retry`); a retry counts as another request. An index
+that is gone (:class:`IndexGoneError`) or refused to the user
+(:class:`IndexAccessError`) stops the query in both modes: it is the
+deployment's fault, and no key would find its documents.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from elasticsearch import Elasticsearch, NotFoundError
+from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from fusion.core.config import PipelineConfig
 from fusion.enricher.document import FoundDoc
+from fusion.runtime.bulk import ACCESS_DENIED
+from fusion.runtime.errors import IndexAccessError, IndexGoneError
 from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy, call_with_retries, mget_docs
+from fusion.runtime.retry import RetryPolicy, call_with_retries, index_gone, mget_docs
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 T = TypeVar("T")
@@ -41,12 +46,19 @@ def fetch(
     return _batched(es, config, keys, metrics, retry)
 
 
-def _counted(call: Callable[[], T], what: str, metrics: Metrics, retry: RetryPolicy) -> T:
+def _counted(
+    call: Callable[[], T], what: str, metrics: Metrics, retry: RetryPolicy, indexes: str
+) -> T:
     def once() -> T:
         metrics.add("enricher.es_requests")
         return call()
 
-    return call_with_retries(once, what, retry, metrics)
+    try:
+        return call_with_retries(once, what, retry, metrics)
+    except ApiError as exc:
+        if exc.meta.status in ACCESS_DENIED:
+            raise IndexAccessError(indexes, exc.meta.status, str(exc.message)) from None
+        raise
 
 
 def _per_source(
@@ -61,9 +73,13 @@ def _per_source(
         for source in config.sources:
             index = config.index_of(source)
             try:
-                hit = _counted(partial(es.get, index=index, id=key), f"GET {index}", metrics, retry)
-            except NotFoundError:
-                continue
+                hit = _counted(
+                    partial(es.get, index=index, id=key), f"GET {index}", metrics, retry, index
+                )
+            except NotFoundError as exc:
+                if index_gone(exc):
+                    raise IndexGoneError(index, f"GET: {exc.message}") from None
+                continue  # the index is there, the document is not
             found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])
     return found
 
@@ -79,7 +95,8 @@ def _batched(
     wanted = [(key, source) for key in keys for source in config.sources]
     for chunk in _chunks(wanted, config.pipeline.mget_chunk):
         docs = [{"_index": config.index_of(source), "_id": key} for key, source in chunk]
-        hits = _counted(partial(mget, es, docs), "_mget", metrics, retry)
+        indexes = ",".join(sorted({doc["_index"] for doc in docs}))
+        hits = _counted(partial(mget, es, docs), "_mget", metrics, retry, indexes)
         for (key, source), hit in zip(chunk, hits, strict=True):
             if hit.get("found"):
                 found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])

@@ -21,6 +21,7 @@ fires (``enrich_in = "counter"``).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -169,8 +170,9 @@ def enrich(
     crash_point("enricher.after_write")
     _observe_latencies(metrics, written.confirmed)
     dead.extend(written.dead)
-    records = enriched_records(config, written.confirmed)
-    records += dead_letter_records(config.dlq_topic, dead)
+    records, too_large = enriched_records(config, written.confirmed)
+    dead.extend(too_large)
+    records += dead_letter_records(config.dlq_topic, dead, config.message_limit)
     kinds = Counter(wanted[item.record.key].kind for item in written.confirmed)
     metrics.add_all(
         {
@@ -187,10 +189,33 @@ def enrich(
     return Enrichment(records, metrics.counts())
 
 
-def enriched_records(config: PipelineConfig, confirmed: list[Confirmed]) -> list[OutRecord]:
-    """The enriched topic's records for documents Elasticsearch confirmed."""
+def enriched_records(
+    config: PipelineConfig, confirmed: list[Confirmed]
+) -> tuple[list[OutRecord], list[DeadLetter]]:
+    """The enriched topic's records for documents Elasticsearch confirmed.
+
+    A document too large for a Kafka message (:attr:`PipelineConfig.message_limit`)
+    is written to Elasticsearch all the same; on the topic it becomes a dead
+    letter carrying the start of it (the pipeline goes on).
+    """
     topic = config.enriched_topic
-    return [(topic, item.record.key, dumps(item.record.doc)) for item in confirmed]
+    limit = config.message_limit
+    records: list[OutRecord] = []
+    dead: list[DeadLetter] = []
+    for item in confirmed:
+        key = item.record.key
+        value = dumps(item.record.doc)
+        size = len(value) + len(key.encode())
+        if size <= limit:
+            records.append((topic, key, value))
+            continue
+        reason = (
+            f"enriched document of {size} bytes exceeds the {limit}-byte message limit of "
+            f"{topic}; it is in {config.enriched_index}, not on the topic"
+        )
+        # Where: the event that asked for it; original: the document itself (cut).
+        dead.append(DeadLetter.of(reason, "enricher", None, item.record.where, value, key))
+    return records, dead
 
 
 def _observe_latencies(metrics: Metrics, confirmed: list[Confirmed]) -> None:
@@ -208,8 +233,20 @@ def _parse(config: PipelineConfig, value: bytes | None, where: Where) -> Wanted 
         event = model.model_validate_json(value or b"")
     except ValidationError as exc:
         what = "incomplete" if partial else "ready"
-        reason = f"malformed {what} event: {exc.errors()[0]['msg']}"
-        return DeadLetter.of(reason, "enricher", None, where, value)
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        reason = f"malformed {what} event: {field + ': ' if field else ''}{error['msg']}"
+        return DeadLetter.of(reason, "enricher", None, where, value, _key_of(value))
     if isinstance(event, IncompleteEvent):
         return Wanted(event.key, "incomplete", event.expired_at, where, value or b"")
     return Wanted(event.key, event.kind, event.fired_at, where, value or b"")
+
+
+def _key_of(value: bytes | None) -> str | None:
+    """The key a malformed event names, if it names one (for its dead letter)."""
+    try:
+        data = json.loads(value or b"")
+    except ValueError:
+        return None
+    key = data.get("key") if isinstance(data, dict) else None
+    return key if isinstance(key, str) else None

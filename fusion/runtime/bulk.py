@@ -1,12 +1,15 @@
 """Bulk-write keyed documents with ``refresh=wait_for`` and sort every item's outcome.
 
 The indexers write source documents and the enricher writes enriched ones
-through this one module. Each item ends in exactly one of three places:
+through this one module. Each item ends in exactly one of these places:
 
 - **confirmed**: Elasticsearch indexed it and, because of ``refresh=wait_for``,
   it is searchable (the indexer acks it);
 - **dead**: Elasticsearch rejected it for good (a mapping conflict, a malformed
   document): it goes to the dead-letter topic with Elasticsearch's reason;
+- **stopped**: a refusal that is the deployment's, not the record's (401/403: no
+  privilege; 404: the index is gone): :class:`IndexAccessError` or
+  :class:`IndexGoneError` stops the query and nothing is dead-lettered;
 - **stale**: the document carries an external version and Elasticsearch
   already holds a newer one (a replay of older data): nothing to write, no ack;
 - **retried**: a 429, a 5xx or a connection failure; the items still pending
@@ -28,11 +31,24 @@ from typing import Any, Protocol
 from elasticsearch import Elasticsearch, helpers
 
 from fusion.core.events import DeadLetter, Stage
-from fusion.runtime.errors import IndexingError, RetryBudgetExceeded
+from fusion.runtime.errors import (
+    IndexAccessError,
+    IndexGoneError,
+    IndexingError,
+    RetryBudgetExceeded,
+)
 from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import TRANSIENT_STATUS, RetryPolicy, Transient, call_with_retries
+from fusion.runtime.retry import (
+    INDEX_GONE,
+    TRANSIENT_STATUS,
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+)
 
 VERSION_CONFLICT = 409
+NOT_FOUND = 404
+ACCESS_DENIED = frozenset({401, 403})
 
 
 class Document(Protocol):
@@ -147,6 +163,8 @@ def _settle(
     status = outcome.get("status")
     if not ok and (not isinstance(status, int) or status in TRANSIENT_STATUS):
         return f"status {status}: {_reason(outcome)}"
+    if not ok:
+        _raise_if_deployment(target.index, status, outcome)
     del pending[record.key]
     if ok:
         result.confirmed.append(
@@ -172,6 +190,19 @@ def _settle(
             )
         )
     return ""
+
+
+def _raise_if_deployment(index: str, status: int | None, outcome: dict[str, Any]) -> None:
+    """Stop on a refusal that every record would meet: no privilege, no index.
+
+    Dead-lettering these would empty the whole stream into the dead-letter
+    topic for one deployment mistake.
+    """
+    if status is not None and status in ACCESS_DENIED:
+        raise IndexAccessError(index, status, _reason(outcome))
+    error = outcome.get("error")
+    if status == NOT_FOUND or (isinstance(error, dict) and error.get("type") == INDEX_GONE):
+        raise IndexGoneError(index, _reason(outcome))
 
 
 def _reason(outcome: dict[str, Any]) -> str:

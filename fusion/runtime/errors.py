@@ -40,17 +40,25 @@ class FencedError(FusionError):
 
 
 class QueryFailedError(FusionError):
-    """A streaming query stopped with an error."""
+    """A streaming query stopped with an error.
+
+    ``cause``: the exit code of the Fusion error a task stopped it with (an
+    index that is gone, Kafka refusing access), which the command ends with.
+    """
 
     exit_code = ExitCode.QUERY_FAILED
 
-    def __init__(self, query: str, detail: str) -> None:
+    def __init__(self, query: str, detail: str, cause: ExitCode | None = None) -> None:
         self.query = query
         self.detail = detail
+        self.cause = cause
         super().__init__(
             f"query {query} failed: {detail}; fix the cause and run again, "
             "it resumes from its checkpoint"
         )
+
+    def code(self) -> ExitCode:
+        return self.cause if self.cause is not None else self.exit_code
 
 
 class IndexingError(FusionError):
@@ -94,13 +102,13 @@ class PublishError(FusionError):
 
 
 class TopologyError(FusionError):
-    """A topic or index could not be created."""
+    """A topic or index could not be created, or set up as the pipeline needs it."""
 
     exit_code = ExitCode.UNAVAILABLE
 
     def __init__(self, what: str, detail: str) -> None:
         self.what = what
-        super().__init__(f"could not create {what}: {detail}")
+        super().__init__(f"could not set up {what}: {detail}")
 
 
 class StageError(FusionError):
@@ -112,3 +120,76 @@ class StageError(FusionError):
         self.query = query
         self.detail = detail
         super().__init__(f"micro-batch of {query} failed: {detail}")
+
+
+class IndexAccessError(FusionError):
+    """Elasticsearch refused a write or read on an index for want of a privilege (401/403).
+
+    The deployment's fault, not the record's: nothing is dead-lettered, the
+    query stops (every later record would be refused the same way).
+    """
+
+    exit_code = ExitCode.CREDENTIALS
+
+    def __init__(self, index: str, status: int, detail: str) -> None:
+        self.index = index
+        self.status = status
+        super().__init__(
+            f"Elasticsearch refused access to index {index} (HTTP {status}: {detail}); "
+            "grant the configured user the write and read privileges on it "
+            "(nothing was dead-lettered)"
+        )
+
+
+class IndexGoneError(FusionError):
+    """An index the pipeline writes or reads does not exist (deleted while the pipeline ran)."""
+
+    exit_code = ExitCode.DEPLOYMENT
+
+    def __init__(self, index: str, detail: str) -> None:
+        self.index = index
+        super().__init__(
+            f"index {index} does not exist ({detail}); restore it, or run `fusion run` "
+            "again to create it empty (nothing was dead-lettered)"
+        )
+
+
+class KafkaAccessError(FusionError):
+    """Kafka refused an operation to the configured principal (an ACL is missing)."""
+
+    exit_code = ExitCode.CREDENTIALS
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        super().__init__(
+            f"Kafka refused {what} ({detail}): grant the configured principal the ACL "
+            "(topic write/read, group read, transactional id write), or check "
+            "[kafka] sasl_username/sasl_password"
+        )
+
+
+class MessageTooLargeError(FusionError):
+    """A topic refused a record as too large (its max.message.bytes is below Fusion's limit)."""
+
+    exit_code = ExitCode.DEPLOYMENT
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        super().__init__(
+            f"Kafka refused a record of {what} as too large ({detail}): raise the topic's "
+            "max.message.bytes to what `fusion run` sets on the topics it creates, "
+            "or lower [pipeline] max_record_bytes"
+        )
+
+
+class KafkaRefusedError(FusionError):
+    """Kafka refused a request with an error no other class covers."""
+
+    exit_code = ExitCode.KAFKA_REFUSED
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        super().__init__(
+            f"Kafka refused {what}: {detail}; the error code names the cause "
+            "(see Kafka's protocol error codes)"
+        )

@@ -35,22 +35,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay
 
 from fusion.core.settings import KafkaSettings
 from fusion.runtime import clients
 from fusion.runtime.errors import FencedError, TransactionError
 from fusion.runtime.faults import crash_point
-from fusion.runtime.kafka_calls import Stuck, retry_kafka, watched
+from fusion.runtime.kafka_calls import FENCED, REFUSED, Stuck, classify, retry_kafka, watched
 from fusion.runtime.markers import Marker
 from fusion.runtime.producer import produce
 
 OutRecord = tuple[str, str | None, bytes]  # topic, key, value
 T = TypeVar("T")
-_FENCED = frozenset(
-    {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
-)
 
 
 class _TakeOver(Exception):
@@ -137,13 +134,16 @@ class TransactionalOutput:
                 raise
             except KafkaException as exc:
                 error = exc.args[0]
-                fenced = error.code() in _FENCED or error.fatal()
+                fenced = error.code() in FENCED
                 self._abandon(error)
                 if fenced and take_over and not took_over:
                     took_over = True
                     raise _TakeOver from None
                 if fenced:
                     raise FencedError(self.transactional_id) from None
+                if error.fatal() or error.code() in REFUSED:
+                    # A missing ACL, a record too large: another attempt would meet the same.
+                    raise classify(error, self.transactional_id, self.settings.bootstrap) from None
                 raise TransactionError(self.transactional_id, str(error)) from None
             self._marker = marker
             crash_point(f"{self.points}.after_commit")

@@ -23,6 +23,14 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
+from fusion.core.errors import CredentialsError, FusionError, ServiceUnavailableError
+from fusion.runtime.errors import (
+    FencedError,
+    KafkaAccessError,
+    KafkaRefusedError,
+    MessageTooLargeError,
+)
+
 T = TypeVar("T")
 
 # Answers that mean "not now" (a broker restarting, a coordinator moving or
@@ -40,6 +48,21 @@ TRANSIENT = frozenset(
         KafkaError._WAIT_COORD,
     }
 )
+FENCED = frozenset(
+    {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+)
+ACCESS_DENIED = frozenset(
+    {
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    }
+)
+NOT_AUTHENTICATED = frozenset({KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._AUTHENTICATION})
+TOO_LARGE = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE})
+# Refusals that another attempt would meet again.
+REFUSED = ACCESS_DENIED | NOT_AUTHENTICATED | TOO_LARGE
 # How long a call may block while the broker answers metadata requests.
 STUCK_AFTER_SECONDS = 20.0
 
@@ -122,3 +145,21 @@ def _answers(client: Any) -> bool:
     except KafkaException:
         return False
     return True
+
+
+def classify(error: KafkaError, what: str, bootstrap: str) -> FusionError:
+    """The Fusion error for Kafka's ``error`` while doing ``what``: by its code, not by
+    whether librdkafka calls it fatal (a fenced producer and a missing ACL both are)."""
+    code = error.code()
+    detail = f"{error.name()}: {error.str()}"
+    if code in FENCED:
+        return FencedError(what)
+    if code in ACCESS_DENIED:
+        return KafkaAccessError(what, detail)
+    if code in NOT_AUTHENTICATED:
+        return CredentialsError("Kafka", bootstrap, detail)
+    if code in TOO_LARGE:
+        return MessageTooLargeError(what, detail)
+    if error.retriable() or code in TRANSIENT:
+        return ServiceUnavailableError("Kafka", bootstrap, detail)
+    return KafkaRefusedError(what, detail)

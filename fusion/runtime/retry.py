@@ -27,12 +27,14 @@ from tenacity import (
     wait_exponential,
 )
 
-from fusion.runtime.errors import RetryBudgetExceeded
+from fusion.runtime.errors import IndexAccessError, IndexGoneError, RetryBudgetExceeded
 from fusion.runtime.metrics import Metrics
 
 T = TypeVar("T")
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+INDEX_GONE = "index_not_found_exception"
+ACCESS_DENIED_ERROR = "security_exception"
 ES_ALERT = "elasticsearch"
 
 
@@ -59,9 +61,24 @@ def mget_docs(response: Any) -> list[dict[str, Any]]:
     """
     docs: list[dict[str, Any]] = response["docs"]
     failed = next((doc for doc in docs if "error" in doc), None)
-    if failed is not None:
-        raise Transient(f"_mget: {failed['error']}")
-    return docs
+    if failed is None:
+        return docs
+    error = failed["error"]
+    index = str(failed.get("_index", "?"))
+    kind = error.get("type") if isinstance(error, dict) else None
+    reason = f"_mget: {error.get('reason', '')}" if isinstance(error, dict) else str(error)
+    # Not a shard that is recovering: the index is not there, or not for this user.
+    if kind == INDEX_GONE:
+        raise IndexGoneError(index, reason)
+    if kind == ACCESS_DENIED_ERROR:
+        raise IndexAccessError(index, 403, reason)
+    raise Transient(f"_mget: {error}")
+
+
+def index_gone(exc: ApiError) -> bool:
+    """Whether an Elasticsearch error says the index does not exist (not: a document)."""
+    error = exc.body.get("error") if isinstance(exc.body, dict) else None
+    return isinstance(error, dict) and error.get("type") == INDEX_GONE
 
 
 def call_with_retries(

@@ -31,6 +31,7 @@ from confluent_kafka import TopicPartition
 from py4j.protocol import Py4JJavaError
 
 from fusion.core.config import PipelineConfig
+from fusion.core.errors import FusionError
 from fusion.runtime import faults, tasks
 from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, query_id
 from fusion.runtime.errors import StageError
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 KAFKA_ALERT = "kafka"
 KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exceeded))(: .*)?$")
+# "java.lang.IllegalStateException: KafkaAccessError: ..." from fusion.output.Writer.
+_JVM_NAMED = re.compile(r"Exception: ((?:Kafka\w*|MessageTooLarge|Transaction|Fenced)Error: .*)$")
 _JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "pyspark.errors.")
 
 
@@ -57,7 +60,29 @@ def root_cause(text: str) -> str:
     found = [
         line for line in lines if _EXCEPTION_LINE.match(line) and not line.startswith(_JVM_PACKAGES)
     ]
+    if not found:
+        # The executor's JVM writer names Fusion's error inside a Java exception's message.
+        found = [match.group(1) for line in lines if (match := _JVM_NAMED.search(line))]
     return (found[-1] if found else lines[0] if lines else "no message")[:500]
+
+
+def error_class(cause: str) -> tuple[type[FusionError], str] | None:
+    """The first Fusion error class a :func:`root_cause` line names, and the text after it.
+
+    ``micro-batch of single failed: MessageTooLargeError: ...``: the stage's
+    wrapping first, the task's error inside it.
+    """
+    classes: dict[str, type[FusionError]] = {}
+    pending: list[type[FusionError]] = [FusionError]
+    while pending:
+        cls = pending.pop()
+        classes[cls.__name__] = cls
+        pending += cls.__subclasses__()
+    for match in re.finditer(r"(\w+Error): ", cause):
+        found = classes.get(match.group(1))
+        if found is not None and found.__name__ != "StageError":
+            return found, cause[match.end() :]
+    return None
 
 
 def read_kafka(
@@ -321,6 +346,8 @@ def writer_spec(config: PipelineConfig, job: tasks.Job, faults: Mapping[str, str
         for name, value in config.kafka.as_spark_options().items()
         if name.startswith("kafka.")
     }
+    # The producer refuses a record larger than this before the broker sees it.
+    kafka["max.request.size"] = str(config.topic_message_bytes)
     return json.dumps(
         {
             "kafka": kafka,

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewTopic
 from elasticsearch import BadRequestError, Elasticsearch
 
@@ -30,6 +32,7 @@ def ensure_topics(config: PipelineConfig) -> list[str]:
     except KafkaException as exc:
         raise ServiceUnavailableError("Kafka", config.kafka.bootstrap, str(exc.args[0])) from None
     wanted = [t for t in dict.fromkeys(config.all_topics()) if t not in existing]
+    _raise_message_size(admin, config, [t for t in config.output_topics() if t in existing])
     if not wanted:
         return []
     # replication_factor -1: the broker's default, right for one node and for a cluster.
@@ -53,7 +56,49 @@ def _new_topic(config: PipelineConfig, topic: str) -> NewTopic:
     if topic == config.clock_topic:
         # A tick now and then, read once: an hour of them is plenty.
         return NewTopic(topic, 1, -1, config={"retention.ms": str(3_600_000)})
-    return NewTopic(topic, config.pipeline.topic_partitions, -1)
+    options = {}
+    if topic in config.output_topics():
+        options["max.message.bytes"] = str(config.topic_message_bytes)
+    return NewTopic(topic, config.pipeline.topic_partitions, -1, config=options)
+
+
+def _raise_message_size(admin: Any, config: PipelineConfig, topics: list[str]) -> None:
+    """Let the output topics that exist take a record as large as Fusion may write.
+
+    Topics an older Fusion created have the broker's default (1 MB), less than
+    an enriched document of N records of up to ``max_record_bytes``. A topic
+    that cannot be changed (no ``AlterConfigs`` right) stops the start here,
+    not the first large record later.
+    """
+    if not topics:
+        return
+    wanted = config.topic_message_bytes
+    resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
+    small = []
+    for resource, future in admin.describe_configs(resources, request_timeout=30).items():
+        try:
+            entries = future.result(timeout=60)
+        except KafkaException as exc:
+            raise TopologyError(f"topic {resource.name}", str(exc.args[0])) from None
+        entry = entries.get("max.message.bytes")
+        if entry is not None and int(entry.value) < wanted:
+            small.append(resource.name)
+    if not small:
+        return
+    size = ConfigEntry(
+        "max.message.bytes", str(wanted), incremental_operation=AlterConfigOpType.SET
+    )
+    changes = [ConfigResource(ResourceType.TOPIC, t, incremental_configs=[size]) for t in small]
+    for resource, future in admin.incremental_alter_configs(changes, request_timeout=30).items():
+        try:
+            future.result(timeout=60)
+        except KafkaException as exc:
+            raise TopologyError(
+                f"topic {resource.name}",
+                f"its max.message.bytes is below the {wanted} bytes Fusion may write to it "
+                f"(N+1 records of max_record_bytes) and could not be raised ({exc.args[0]}); "
+                f"set max.message.bytes={wanted} on it, or lower [pipeline] max_record_bytes",
+            ) from None
 
 
 def index_meta(config: PipelineConfig) -> dict[str, str]:

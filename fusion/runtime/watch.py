@@ -19,8 +19,14 @@ from typing import TYPE_CHECKING, Any
 from py4j.protocol import Py4JError
 
 from fusion.core.errors import FusionError, SparkGoneError, WaitTimeoutError
-from fusion.runtime.errors import FencedError, QueryFailedError
-from fusion.runtime.stage import root_cause
+from fusion.runtime.errors import (
+    FencedError,
+    KafkaAccessError,
+    KafkaRefusedError,
+    MessageTooLargeError,
+    QueryFailedError,
+)
+from fusion.runtime.stage import error_class, root_cause
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -191,6 +197,10 @@ def _peak_mb(pid: str) -> int | None:
     return kilobytes // 1024
 
 
+# fusion.output.Writer's refusals: "<what> (<Kafka's exception>: <its message>)".
+_JVM_REFUSAL = re.compile(r"^(.*?) \((\w+: .*)\)$")
+
+
 def query_failure(query: str, error: object) -> FusionError:
     """The one-line error for a query Spark stopped with ``error`` (a Java stack trace)."""
     text = str(error) if error is not None else "stopped unexpectedly"
@@ -199,5 +209,13 @@ def query_failure(query: str, error: object) -> FusionError:
         # itself when both write the same checkpoint: the same story either way.
         return FencedError(f"fusion-{query}")
     cause = root_cause(text).removeprefix("fusion.runtime.errors.StageError: ")
-    # Fusion's own errors read as sentences: drop the class name in front.
-    return QueryFailedError(query, re.sub(r"^(fusion|indexers|acks)\.[\w.]+Error: ", "", cause))
+    found = error_class(cause)
+    if found is None:
+        return QueryFailedError(query, cause)
+    cls, detail = found
+    jvm = _JVM_REFUSAL.match(detail)
+    if cls in (KafkaAccessError, MessageTooLargeError, KafkaRefusedError) and jvm:
+        # The executor's writer said which refusal, and what and why: its own line.
+        return cls(jvm.group(1), jvm.group(2))
+    # A task's own error (an index gone) keeps its exit code; its text reads as a sentence.
+    return QueryFailedError(query, detail, cls.exit_code)

@@ -68,6 +68,13 @@ def read_topic(
     settings: Settings, topic: str, timeout: float = 60.0
 ) -> list[tuple[str | None, Any]]:
     """Every committed record of ``topic`` up to its current end, as (key, decoded JSON value)."""
+    return [(key, json.loads(value)) for key, value, _ in read_raw(settings, topic, timeout)]
+
+
+def read_raw(
+    settings: Settings, topic: str, timeout: float = 60.0
+) -> list[tuple[str | None, bytes, tuple[int, int]]]:
+    """Every committed record of ``topic`` up to its end: (key, value, (partition, offset))."""
     consumer = clients.kafka_consumer(settings.kafka, f"test-{uuid.uuid4().hex}")
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
@@ -76,7 +83,7 @@ def read_topic(
         ends = {
             tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions
         }
-        records: list[tuple[str | None, Any]] = []
+        records: list[tuple[str | None, bytes, tuple[int, int]]] = []
         deadline = time.monotonic() + timeout
         while not _at_end(consumer, partitions, ends):
             assert time.monotonic() < deadline, f"could not read {topic} to its end"
@@ -85,7 +92,7 @@ def read_topic(
                 continue
             assert message.error() is None, message.error()
             key = message.key().decode() if message.key() is not None else None
-            records.append((key, json.loads(message.value())))
+            records.append((key, message.value(), (message.partition(), message.offset())))
         return records
     finally:
         consumer.close()

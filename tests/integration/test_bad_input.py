@@ -8,6 +8,7 @@ metrics count it, and that the good keys were enriched anyway.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from tests.integration.pipelines import (
     drop,
     enriched_docs,
     make_config,
+    read_raw,
     read_topic,
     run_pipeline,
     write_config_file,
@@ -48,7 +50,14 @@ BAD_RECORDS = {
     "mapping-conflict": b'{"entity_id": "X3", "amount": "twelve"}',
     "oversized": b'{"entity_id": "X4", "blob": "' + b"x" * MAX_BYTES + b'"}',
 }
+# Larger than a dead letter may be (PipelineConfig.message_limit): its letter carries the start.
+HUGE = b'{"entity_id": "X5", "blob": "' + b"y" * 300_000 + b'"}'
 MALFORMED_READY = b'{"key": "K-garbled", "sources": "not a list"}'
+# Elasticsearch's date type takes these; the enricher cannot compute a latency from them.
+EPOCH_READY = b'{"key": "K-epoch", "sources": [], "first_ack_at": 1767225600000, "fired_at": 1}'
+DATE_READY = (
+    b'{"key": "K-date", "sources": [], "first_ack_at": "2026-01-01", "fired_at": "2026-01-01"}'
+)
 
 
 @dataclass
@@ -58,6 +67,8 @@ class BadRun:
     dead: list[dict[str, Any]]
     expected: dict[str, Any]
     enriched: dict[str, Any]
+
+    positions: dict[bytes, tuple[int, int]]  # each bad record's (partition, offset)
 
     def letter(self, original: bytes) -> dict[str, Any]:
         matches = [d for d in self.dead if d["original"] == original.decode()]
@@ -89,6 +100,7 @@ def bad_run(
     good = build_dataset(config, GenOptions(keys=20, seed=4, missing_rate=0, duplicate_rate=0))
     billing = config.topic_of(config.source("billing"))
     bad = [(billing, name, value) for name, value in BAD_RECORDS.items()]
+    bad.append((billing, "huge", HUGE))
     stray = Ack(
         key="K-stray", source="pharmacy", index="elsewhere", doc_id="K-stray", seq_no=0,
         primary_term=1, version=1, topic="pharmacy", partition=0, offset=0, acked_at=now_utc(),
@@ -100,26 +112,36 @@ def bad_run(
         (config.acks_topic, stray.key, stray.to_bytes()),
         (config.ready_topic, gone.key, gone.to_bytes()),
         (config.ready_topic, "K-garbled", MALFORMED_READY),
+        (config.ready_topic, "K-epoch", EPOCH_READY),
+        (config.ready_topic, "K-date", DATE_READY),
     ]
-    produce(config, good.records + bad + (events if layout == "stages" else []))
-    expected_dead = len(BAD_RECORDS) + (len(events) if layout == "stages" else 0)
+    # The bad records first: the good keys after them are enriched all the same.
+    produce(config, bad + (events if layout == "stages" else []))
+    produce(config, good.records)
+    expected_dead = len(bad) + (len(events) if layout == "stages" else 0)
     metrics = run_pipeline(
         spark,
         config,
         done=lambda m: m.get("enricher.enriched") >= 20 and m.total(".dlq") >= expected_dead,
     )
     dead = [letter for _, letter in read_topic(settings, config.dlq_topic)]
-    yield BadRun(config, metrics, dead, good.expected, enriched_docs(settings, config))
+    positions = {
+        value: where for topic in (billing, config.ready_topic, config.acks_topic)
+        for _, value, where in read_raw(settings, topic)
+    }  # fmt: skip
+    enriched = enriched_docs(settings, config)
+    yield BadRun(config, metrics, dead, good.expected, enriched, positions)
     drop(config)
 
 
-def _check_indexer_letter(run: BadRun, name: str, reason: str) -> None:
+def _check_indexer_letter(run: BadRun, name: str, reason: str, key: str | None = None) -> None:
     letter = run.letter(BAD_RECORDS[name])
     assert reason in letter["reason"], letter["reason"]
     assert letter["stage"] == "indexer" and letter["source"] == "billing"
+    assert letter["key"] == key
     assert letter["topic"] == run.config.topic_of(run.config.source("billing"))
-    assert letter["partition"] in (0, 1) and letter["offset"] >= 0
-    assert run.metrics.get("indexer.billing.dlq") >= 1
+    assert (letter["partition"], letter["offset"]) == run.positions[BAD_RECORDS[name]]
+    assert run.metrics.get("indexer.billing.dlq") == len(BAD_RECORDS) + 1  # and the huge one
 
 
 def test_invalid_json(bad_run: BadRun) -> None:
@@ -143,12 +165,21 @@ def test_a_key_of_the_wrong_type(bad_run: BadRun) -> None:
 
 
 def test_a_field_that_conflicts_with_the_mapping(bad_run: BadRun) -> None:
-    _check_indexer_letter(bad_run, "mapping-conflict", "rejected by Elasticsearch")
+    _check_indexer_letter(bad_run, "mapping-conflict", "rejected by Elasticsearch", key="X3")
     assert "amount" in bad_run.letter(BAD_RECORDS["mapping-conflict"])["reason"]
 
 
 def test_an_oversized_record(bad_run: BadRun) -> None:
     _check_indexer_letter(bad_run, "oversized", f"exceeds the {MAX_BYTES}-byte limit")
+
+
+def test_a_record_too_large_for_a_dead_letter_travels_cut_with_its_digest(bad_run: BadRun) -> None:
+    digest = hashlib.sha256(HUGE).hexdigest()
+    [letter] = [d for d in bad_run.dead if d.get("original_sha256") == digest]
+    assert f"record of {len(HUGE)} bytes exceeds the {MAX_BYTES}-byte limit" in letter["reason"]
+    assert letter["original_size"] == len(HUGE)
+    assert HUGE.decode().startswith(letter["original"]) and len(letter["original"]) < len(HUGE)
+    assert (letter["partition"], letter["offset"]) == bad_run.positions[HUGE]
 
 
 def _staged(run: BadRun) -> None:
@@ -164,12 +195,22 @@ def test_an_ack_for_a_source_not_in_the_config(bad_run: BadRun) -> None:
     assert bad_run.metrics.get("counter.dlq") == 1
 
 
-def test_a_malformed_ready_event_is_dead_lettered_by_the_enricher(bad_run: BadRun) -> None:
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [(MALFORMED_READY, "sources"), (EPOCH_READY, "first_ack_at"), (DATE_READY, "first_ack_at")],
+    ids=["sources-not-a-list", "epoch-milliseconds", "date-without-time"],
+)
+def test_a_malformed_ready_event_is_dead_lettered_by_the_enricher(
+    bad_run: BadRun, event: bytes, field: str
+) -> None:
     _staged(bad_run)
-    letter = bad_run.letter(MALFORMED_READY)
-    assert letter["stage"] == "enricher" and letter["reason"].startswith("malformed ready event")
-    assert letter["topic"] == bad_run.config.ready_topic and letter["offset"] >= 0
-    assert "K-garbled" not in bad_run.enriched
+    letter = bad_run.letter(event)
+    key = json.loads(event)["key"]
+    assert letter["stage"] == "enricher" and letter["key"] == key
+    assert letter["reason"].startswith(f"malformed ready event: {field}: "), letter["reason"]
+    assert letter["topic"] == bad_run.config.ready_topic
+    assert (letter["partition"], letter["offset"]) == bad_run.positions[event]
+    assert key not in bad_run.enriched
 
 
 def test_a_ready_event_whose_documents_are_gone_is_rechecked_and_reported(
@@ -180,14 +221,14 @@ def test_a_ready_event_whose_documents_are_gone_is_rechecked_and_reported(
     assert "no longer has source(s) ['billing', 'insurance']" in letter["reason"]
     assert letter["key"] == "K-gone" and letter["topic"] == bad_run.config.ready_topic
     assert "K-gone" not in bad_run.enriched
-    assert bad_run.metrics.get("enricher.dlq") == 2  # this one and the malformed event
+    assert bad_run.metrics.get("enricher.dlq") == 4  # this one and the three malformed events
 
 
 def test_the_pipeline_kept_going_and_the_status_line_counts_the_dead_letters(
     bad_run: BadRun,
 ) -> None:
     assert set(bad_run.enriched) == set(bad_run.expected)
-    dead = len(BAD_RECORDS) + (3 if bad_run.config.pipeline.layout == "stages" else 0)
+    dead = len(BAD_RECORDS) + 1 + (5 if bad_run.config.pipeline.layout == "stages" else 0)
     assert f"dlq {dead}" in " ".join(status_line(bad_run.metrics).split())
     assert len(bad_run.dead) == dead
 
@@ -231,7 +272,14 @@ def test_a_bad_config_file_stops_at_start_with_one_line(tmp_path: Path) -> None:
     assert str(config_file) in lines[0] and "sources" in lines[0]
 
 
-def test_dead_letters_are_json_with_the_documented_fields(bad_run: BadRun) -> None:
+def test_dead_letters_carry_the_documented_fields(bad_run: BadRun) -> None:
+    # docs/contracts.md: "Dead letters".
+    documented = {
+        "reason", "stage", "source", "topic", "partition", "offset", "key", "original",
+        "original_encoding", "failed_at", "original_size", "original_sha256",
+    }  # fmt: skip
     for letter in bad_run.dead:
-        assert {"reason", "source", "topic", "partition", "offset", "original"} <= set(letter)
-        json.dumps(letter)
+        assert set(letter) == documented, letter
+        assert letter["stage"] in ("indexer", "counter", "enricher")
+        assert isinstance(letter["reason"], str) and letter["reason"]
+        assert isinstance(letter["partition"], int) and isinstance(letter["offset"], int)

@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from confluent_kafka import TopicPartition
+
 from fusion.bench.generator import produce
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ExitCode
@@ -128,9 +130,49 @@ def test_a_query_that_dies_mid_run_stops_fusion_run_with_one_line(
                 produce(config, [source_record(config, "b", "K1", n=2)])
                 code = run.wait(timeout=180)
                 line = _one_line_error(run.stderr.read() if run.stderr else "")
-            assert code == ExitCode.QUERY_FAILED
+            # The task's error keeps its class's code: Elasticsearch unavailable past the budget.
+            assert code == ExitCode.UNAVAILABLE
             assert "query" in line and "failed" in line and "503" in line, line
             assert "still failing" in line, line
         finally:
             proxy.fail_with(None)
             drop(config)
+
+
+def test_an_index_deleted_under_a_running_pipeline_stops_it_with_its_name_and_no_dead_letter(
+    settings: Settings, tmp_path: Path
+) -> None:
+    config_file = write_config_file(settings, tmp_path / "p.toml", ["a", "b"])
+    config = PipelineConfig.load(config_file, env={})
+    topology.ensure_topics(config)
+    es = clients.elasticsearch(settings.elasticsearch)
+    index = config.index_of(config.source("b"))
+    # As on a cluster with action.auto_create_index off: a write does not bring it back.
+    es.cluster.put_settings(persistent={"action.auto_create_index": f"-{config.name}-*,+*"})
+    try:
+        with fusion_run(config_file, settings) as run:
+            produce(config, [source_record(config, "b", "K1", n=1)])
+            _wait(lambda: doc_count(es, index) > 0, 120, "K1 indexed", run)
+            es.indices.delete(index=index)
+            produce(config, [source_record(config, "b", "K2", n=2)])
+            code = run.wait(timeout=180)
+            line = _one_line_error(run.stderr.read() if run.stderr else "")
+        assert code == ExitCode.DEPLOYMENT, line
+        assert f"index {index} does not exist" in line and "nothing was dead-lettered" in line
+        dlq = config.dlq_topic
+        assert all(end == 0 for end in _ends(settings, dlq)), "a dead letter was written"
+    finally:
+        es.cluster.put_settings(persistent={"action.auto_create_index": None})
+        drop(config)
+
+
+def _ends(settings: Settings, topic: str) -> list[int]:
+    consumer = clients.kafka_consumer(settings.kafka, "test-ends")
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return [
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in partitions
+        ]
+    finally:
+        consumer.close()

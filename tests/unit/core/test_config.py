@@ -168,3 +168,21 @@ def test_the_naive_baseline_is_a_component_the_benchmark_selects_not_a_setting(
     config = _load(tmp_path, MINIMAL)
     assert naive.selection().queries(config) == ["naive"]
     assert "naive" not in select(config, None).queries(config)
+
+
+@pytest.mark.parametrize("name", ["id", "fusion"])
+def test_a_source_named_like_a_field_of_the_enriched_document_is_rejected(name: str) -> None:
+    # The enriched document nests each source under its name, beside the key and "fusion".
+    with pytest.raises(ValidationError) as error:
+        lifecycle_config({}, {"name": name})
+
+    assert f"source name {name!r} is taken" in str(error.value)
+
+
+def test_output_topics_take_n_plus_one_records_of_the_largest_size() -> None:
+    config = lifecycle_config({"max_record_bytes": 100_000}, {})
+
+    assert config.message_limit == 3 * 100_000 + 64 * 1024
+    assert config.topic_message_bytes > config.message_limit
+    assert config.enriched_topic in config.output_topics()
+    assert config.markers_topic not in config.output_topics()

@@ -82,7 +82,12 @@ def _samples() -> list[FusionError]:
     from fusion.infra.errors import CompileError
     from fusion.runtime.errors import (
         FencedError,
+        IndexAccessError,
+        IndexGoneError,
         IndexingError,
+        KafkaAccessError,
+        KafkaRefusedError,
+        MessageTooLargeError,
         PublishError,
         QueryFailedError,
         RetryBudgetExceeded,
@@ -112,6 +117,11 @@ def _samples() -> list[FusionError]:
         SustainError("the first step did not keep up"),
         IdleError("no record on p.incomplete within 120 s"),
         PipelineProcessError("the pipeline process exited", Path("/nonexistent.log")),
+        IndexAccessError("p-billing", 403, "security_exception: unauthorized"),
+        IndexGoneError("p-billing", "index_not_found_exception: no such index"),
+        KafkaAccessError("the transaction of fusion-p-single@t-0", "TOPIC_AUTHORIZATION_FAILED"),
+        MessageTooLargeError("fusion-p-single@t-0", "MSG_SIZE_TOO_LARGE"),
+        KafkaRefusedError("a request", "INVALID_CONFIG: bad"),
     ]
 
 
@@ -152,7 +162,7 @@ def test_fusion_ends_with_one_line_and_the_exit_code_of_the_error(
     code = cli.main(["check"])
 
     captured = capsys.readouterr()
-    assert code == error.exit_code
+    assert code == error.exit_code == error.code()
     lines = captured.err.splitlines()
     assert lines == [f"fusion: error: {lines[0].removeprefix('fusion: error: ')}"], captured.err
     assert "Traceback" not in captured.err and captured.out == ""

@@ -3,7 +3,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-from fusion.core.events import IncompleteEvent, ReadyEvent
+from fusion.core.events import IncompleteEvent, ReadyEvent, iso_from_ms
 from fusion.counter.decisions import (
     AckSeen,
     Decision,
@@ -40,7 +40,7 @@ def run(batches: list[list[AckSeen]], rules: Rules = RULES) -> tuple[int, KeySta
 
 
 def at(ms: int) -> Now:
-    return Now(f"t{ms}", ms)
+    return Now(iso_from_ms(ms), ms)
 
 
 def test_fires_once_when_the_last_source_arrives() -> None:
@@ -204,7 +204,7 @@ def test_a_missing_required_source_makes_the_key_incomplete_once() -> None:
     (event,) = expired.events
     assert isinstance(event, IncompleteEvent)
     assert (event.present, event.missing) == (["billing"], ["insurance", "notes"])
-    assert event.expired_at == "t6000"
+    assert event.expired_at == iso_from_ms(6000)
     assert again.events == []
 
 

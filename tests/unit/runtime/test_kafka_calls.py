@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from fusion.runtime.kafka_calls import retry_kafka
+from fusion.runtime.kafka_calls import classify, retry_kafka
 
 
 def _failing(*codes: int) -> tuple[list[int], object]:
@@ -43,3 +43,22 @@ def test_when_the_budget_runs_out_kafkas_own_error_is_raised() -> None:
     with pytest.raises(KafkaException) as raised:
         retry_kafka(call, budget=1, what="a marker")  # type: ignore[arg-type]
     assert 2 <= len(calls) <= 4 and raised.value.args[0].code() == KafkaError._ALL_BROKERS_DOWN
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "exit_code"),
+    [
+        (KafkaError._FENCED, "FencedError", 5),
+        (KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "KafkaAccessError", 4),
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, "KafkaAccessError", 4),
+        (KafkaError.SASL_AUTHENTICATION_FAILED, "CredentialsError", 4),
+        (KafkaError.MSG_SIZE_TOO_LARGE, "MessageTooLargeError", 7),
+        (KafkaError._TRANSPORT, "ServiceUnavailableError", 3),
+        (KafkaError.INVALID_CONFIG, "KafkaRefusedError", 8),
+    ],
+)
+def test_kafka_errors_are_told_apart_by_their_code(code: int, kind: str, exit_code: int) -> None:
+    # Fatal or not, a fenced producer and a missing ACL are different stories.
+    error = classify(KafkaError(code, "detail", fatal=True), "fusion-p-single@t-0", "b:9092")
+
+    assert type(error).__name__ == kind and error.code() == exit_code

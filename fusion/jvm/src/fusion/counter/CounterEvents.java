@@ -117,9 +117,43 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
     } else {
       out.put("key", key);
     }
-    out.put("original", row.isNullAt(4) ? null : row.getUTF8String(4).toString());
+    String original = row.isNullAt(4) ? null : row.getUTF8String(4).toString();
+    byte[] whole = original == null ? new byte[0] : original.getBytes(StandardCharsets.UTF_8);
+    boolean cut = whole.length > ORIGINAL_KEPT_BYTES;
+    out.put("original", cut ? head(whole) : original);
     out.put("original_encoding", "utf-8");
     out.put("failed_at", failedAt);
+    if (cut) {
+      out.put("original_size", whole.length);
+      out.put("original_sha256", sha256(whole));
+    } else {
+      out.putNull("original_size");
+      out.putNull("original_sha256");
+    }
     return out.toString();
+  }
+
+  /**
+   * What a dead letter keeps of an ack too large to carry whole (an ack is a few hundred bytes:
+   * a larger one is not an ack; its start is enough to tell what it was). Escaped as JSON it
+   * stays within the headroom every Fusion topic has ({@code fusion.core.config.MESSAGE_HEADROOM}).
+   */
+  static final int ORIGINAL_KEPT_BYTES = 8 * 1024;
+
+  private static String head(byte[] whole) {
+    int end = ORIGINAL_KEPT_BYTES;
+    while (end > 0 && (whole[end] & 0xC0) == 0x80) {
+      end--; // not inside a character: back to its first byte
+    }
+    return new String(whole, 0, end, StandardCharsets.UTF_8);
+  }
+
+  private static String sha256(byte[] bytes) {
+    try {
+      return java.util.HexFormat.of()
+          .formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(bytes));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 }

@@ -21,6 +21,10 @@ import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -112,8 +116,7 @@ final class Writer {
         tookOver = true; // the attempt this task replaces held the id: take it over, once
       } catch (AuthorizationException | AuthenticationException e) {
         drop();
-        throw new IllegalStateException(
-            "KafkaAuthorizationError: " + id + ": " + e.getMessage(), e);
+        throw refused("KafkaAccessError", e);
       } catch (KafkaException e) {
         if (fenced(e) && !tookOver) {
           drop();
@@ -121,6 +124,16 @@ final class Writer {
           continue;
         }
         abortOrDrop();
+        Throwable cause = refusal(e);
+        if (cause != null) {
+          // Another attempt would meet the same refusal: say which, now, not after the budget.
+          throw refused(
+              cause instanceof RecordTooLargeException ? "MessageTooLargeError" : "KafkaAccessError",
+              cause);
+        }
+        if (!retriable(e)) {
+          throw refused("KafkaRefusedError", e);
+        }
         retries++;
         if (System.currentTimeMillis() + backoff > deadline) {
           throw new IllegalStateException(
@@ -219,6 +232,45 @@ final class Writer {
     } catch (IOException e) {
       return null;
     }
+  }
+
+  /**
+   * The error the driver reads: the name of Fusion's error class first ({@code
+   * fusion.runtime.stage.root_cause} finds it in Spark's text), so the command ends with that
+   * class's line and exit code.
+   */
+  private IllegalStateException refused(String fusionError, Throwable cause) {
+    String name = cause.getClass().getSimpleName();
+    return new IllegalStateException(
+        fusionError + ": the transaction of " + id + " (" + name + ": " + cause.getMessage() + ")",
+        cause);
+  }
+
+  /** A refusal in {@code e}'s causes that no retry gets past: a record too large, an ACL. */
+  private static Throwable refusal(KafkaException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof RecordTooLargeException
+          || t instanceof AuthorizationException
+          || t instanceof AuthenticationException) {
+        return t;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Whether another attempt may succeed. Most failures of a transaction may pass (a broker away,
+   * a coordinator moving, an aborted transaction); a request the broker cannot take never does.
+   */
+  private static boolean retriable(KafkaException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof UnsupportedVersionException
+          || t instanceof InvalidConfigurationException
+          || t instanceof InvalidTopicException) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static boolean fenced(KafkaException e) {

@@ -1,0 +1,78 @@
+"""Refusals that are the deployment's, not a record's: one line, the class's exit code, no DLQ.
+
+Against the real Elasticsearch: an index that is gone is fatal at once, for the
+bulk writes of every stage and for both lookup modes (not retried for the
+budget, not read as "document missing").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.enricher import lookups
+from fusion.runtime import clients
+from fusion.runtime.bulk import Target, write_documents
+from fusion.runtime.errors import IndexGoneError
+from fusion.runtime.metrics import Metrics
+from fusion.runtime.retry import RetryPolicy
+from tests.integration.pipelines import make_config
+
+GONE_PREFIX = "fusion-gone-"
+
+
+@dataclass(frozen=True)
+class Doc:
+    key: str
+    doc: dict[str, Any]
+    where: tuple[str, int, int] = ("t", 0, 0)
+    original: bytes = b"{}"
+    version: int | None = None
+
+
+@pytest.fixture
+def no_auto_create(settings: Settings) -> Iterator[str]:
+    """Indexes named ``fusion-gone-*`` are not created by a write (as with
+    ``action.auto_create_index: false``): a write to one meets a 404."""
+    es = clients.elasticsearch(settings.elasticsearch)
+    es.cluster.put_settings(persistent={"action.auto_create_index": f"-{GONE_PREFIX}*,+*"})
+    try:
+        yield f"{GONE_PREFIX}{time.monotonic_ns()}"
+    finally:
+        es.cluster.put_settings(persistent={"action.auto_create_index": None})
+
+
+def test_a_bulk_write_to_an_index_that_is_gone_stops_at_once_and_dead_letters_nothing(
+    settings: Settings, no_auto_create: str
+) -> None:
+    es = clients.elasticsearch(settings.elasticsearch)
+    target = Target(no_auto_create, "indexer", "a", 100)
+    started = time.monotonic()
+
+    with pytest.raises(IndexGoneError) as raised:
+        write_documents(es, target, [Doc("K1", {"x": 1})], RetryPolicy(budget_seconds=60))
+
+    assert f"index {no_auto_create} does not exist" in str(raised.value)
+    assert time.monotonic() - started < 30, "not retried as if it were transient"
+
+
+@pytest.mark.parametrize("mode", ["batched", "per-source"])
+def test_a_lookup_in_an_index_that_is_gone_stops_in_both_modes(
+    settings: Settings, tmp_path: Path, mode: str
+) -> None:
+    config: PipelineConfig = make_config(settings, tmp_path, ["a", "b"], lookup=mode)
+    es = clients.elasticsearch(settings.elasticsearch)
+    started = time.monotonic()
+
+    with pytest.raises(IndexGoneError) as raised:
+        lookups.fetch(es, config, ["K1"], Metrics(), RetryPolicy(budget_seconds=60))
+
+    assert f"index {config.index_of(config.source('a'))} does not exist" in str(raised.value)
+    assert time.monotonic() - started < 30, "not retried as if it were transient"

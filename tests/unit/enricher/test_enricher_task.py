@@ -1,0 +1,70 @@
+"""The enricher task's pure steps: reading events, and enriched records that fit a message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fusion.core.config import PipelineConfig
+from fusion.core.events import DeadLetter
+from fusion.enricher.task import EnrichedDoc, Wanted, _parse, enriched_records
+from fusion.runtime.bulk import Confirmed
+
+CONFIG = PipelineConfig.model_validate(
+    {
+        "pipeline": {"name": "p", "key_field": "id", "max_record_bytes": 10_000},
+        "sources": [{"name": "a"}, {"name": "b"}],
+    }
+)
+WHERE = ("p.ready", 1, 42)
+GOOD = {"key": "K1", "sources": ["a", "b"], "first_ack_at": "2026-01-01T00:00:00Z"}
+
+
+def test_a_ready_event_as_fusion_writes_it_is_read() -> None:
+    event = GOOD | {"fired_at": "2026-01-01T00:00:01.5Z"}
+
+    wanted = _parse(CONFIG, json.dumps(event).encode(), WHERE)
+
+    assert (
+        isinstance(wanted, Wanted) and wanted.key == "K1" and wanted.fired_at == event["fired_at"]
+    )
+
+
+@pytest.mark.parametrize(
+    "fired_at", [1767225600000, "1767225600000", "2026-01-01", "2026-01-01T00:00:00", "soon"]
+)
+def test_a_timestamp_elasticsearch_takes_but_fusion_cannot_use_is_a_dead_letter(
+    fired_at: object,
+) -> None:
+    value = json.dumps(GOOD | {"fired_at": fired_at}).encode()
+
+    letter = _parse(CONFIG, value, WHERE)
+
+    assert isinstance(letter, DeadLetter)
+    assert letter.reason.startswith("malformed ready event: fired_at: ")
+    assert (letter.stage, letter.key, letter.topic, letter.offset) == (
+        "enricher",
+        "K1",
+        "p.ready",
+        42,
+    )
+
+
+def _confirmed(key: str, size: int) -> Confirmed:
+    doc = {"id": key, "a": {"text": "x" * size}, "fusion": {"fired_at": "2026-01-01T00:00:00Z"}}
+    record = EnrichedDoc(key, doc, WHERE, b'{"key": "%s"}' % key.encode())
+    return Confirmed(record, "p-enriched", 1, 1, 1)
+
+
+def test_an_enriched_document_too_large_for_a_message_becomes_a_dead_letter() -> None:
+    # message_limit: three records of 10,000 bytes plus 64 KiB of headroom.
+    small, large = _confirmed("K1", 1_000), _confirmed("K2", CONFIG.message_limit)
+
+    records, dead = enriched_records(CONFIG, [small, large])
+
+    assert [key for _, key, _ in records] == ["K1"]
+    (letter,) = dead
+    assert letter.key == "K2" and letter.stage == "enricher"
+    assert f"exceeds the {CONFIG.message_limit}-byte message limit of p.enriched" in letter.reason
+    assert "it is in p-enriched" in letter.reason
