@@ -57,7 +57,9 @@ QUERY = "single"
 def start_single(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
     """Start the single query (and, with deadlines, the counter's clock)."""
     refuse_a_stages_checkpoint(spark, config)
-    return start_with_clock(spark, config, CounterBatch(config, metrics, name=QUERY), counted)
+    stage = CounterBatch(config, metrics, name=QUERY)
+    stage.source_of = {config.topic_of(s): s.name for s in config.sources}  # it reads them
+    return start_with_clock(spark, config, stage, counted)
 
 
 def counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:

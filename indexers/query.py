@@ -44,6 +44,7 @@ class IndexBatch(BatchStage):
     def __init__(self, config: PipelineConfig, sources: tuple[str, ...], metrics: Metrics) -> None:
         super().__init__(config, metrics, lag.indexer_stage(config, sources), "indexer")
         self.sources = sources
+        self.source_of = {config.topic_of(config.source(s)): s for s in sources}
 
     def work(self) -> Work:
         by_topic = {self.config.topic_of(self.config.source(s)): s for s in self.sources}

@@ -161,7 +161,7 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
                 key or None,
             )
             out += dead_letter_records(config.dlq_topic, [letter], config.message_limit)
-        elif kind != "new":
+        elif kind not in ("new", "late"):
             value = event.encode()
             out.append((topics[kind], key, value))
             if inline and kind in enriched:
@@ -172,6 +172,7 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
         "counter.updated": kinds["updated"],
         "counter.incomplete": kinds["incomplete"],
         "counter.keys": kinds["new"],
+        "counter.fired_late": kinds["late"],
     } | dict(other)
     return Decided(out, counts, to_enrich)
 

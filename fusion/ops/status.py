@@ -65,6 +65,8 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
                 "indexed": figures.source(s).indexed,
                 "acks": figures.source(s).acks,
                 "dlq": figures.source(s).dead_letters,
+                "lost": figures.source(s).lost,
+                "lost_by_partition": dict(figures.source(s).lost_by_partition),
                 "lag": inputs.source_lag.get(s),
             }
             for s in config.source_names
@@ -109,6 +111,9 @@ def render(status: Mapping[str, Any]) -> str:
         lines.append(
             f"  {name:<14} {s['indexed']:>10,} {s['acks']:>10,} {s['dlq']:>7,} {lag(s['lag']):>12}"
         )
+        if s.get("lost"):
+            where = ", ".join(f"partition {p}: {n:,}" for p, n in s["lost_by_partition"].items())
+            lines.append(f"  [alert] {name}: {s['lost']:,} records deleted before read ({where})")
     c = status["counter"]
     missing = ", ".join(f"{n} {k:,}" for n, k in c["pending_by_missing_source"].items()) or "-"
     lines.append(

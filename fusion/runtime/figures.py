@@ -10,7 +10,7 @@ figure means the same wherever it is shown.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fusion.runtime.metrics import (
@@ -30,6 +30,8 @@ class SourceFigures:
     acks: int  # published for confirmed documents
     dead_letters: int
     bulk_requests: int
+    lost: int = 0  # deleted from the topic before they were read (fusion.runtime.data_loss)
+    lost_by_partition: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,18 @@ class Figures:
             acks=self._get(prefix + "acks"),
             dead_letters=self._get(prefix + "dlq"),
             bulk_requests=self._get(prefix + "bulk_requests"),
+            lost=self._get(prefix + "lost"),
+            lost_by_partition={
+                int(k.rsplit("@", 1)[1]): int(v)
+                for k, v in self.counts.items()
+                if k.startswith(prefix + "lost@")
+            },
         )
+
+    @property
+    def lost(self) -> int:
+        """Source records deleted before they were read, every source's."""
+        return self._total(".lost")
 
     @property
     def indexed(self) -> int:
@@ -93,8 +106,14 @@ class Figures:
 
     @property
     def pending_keys(self) -> int:
-        """Keys seen but neither fired nor expired (a late fire may follow an expiry)."""
-        return max(0, self.keys_seen - self.fired - self.incomplete)
+        """Keys seen but neither fired nor reported incomplete.
+
+        A key reported incomplete and fired later by a late source is in both
+        counts; ``counter.fired_late`` counts it back once.
+        """
+        return max(
+            0, self.keys_seen - self.fired - self.incomplete + self._get("counter.fired_late")
+        )
 
     @property
     def state_keys(self) -> int:
@@ -202,6 +221,8 @@ class Figures:
         for name, count in (("incomplete", self.incomplete), ("updated", self.updated)):
             if count:
                 parts.append(f"{name} {count:,}")
+        if self.lost:
+            parts.append(f"lost {self.lost:,}")
         parts += [
             f"enriched {self.enriched:,}",
             f"dlq {self.dead_letters:,}",

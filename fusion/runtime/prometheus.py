@@ -110,6 +110,15 @@ def _indexers(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:
         for source in config.source_names:
             family.add_metric([source], getattr(figures.source(source), what))
         yield family
+    lost = CounterMetricFamily(
+        "fusion_source_records_lost",
+        "Source records deleted from their topic before the indexer read them",
+        labels=["source", "partition"],
+    )
+    for source in config.source_names:
+        for partition, count in sorted(figures.source(source).lost_by_partition.items()):
+            lost.add_metric([source, str(partition)], count)
+    yield lost
 
 
 def _counter(figures: Figures) -> Iterator[Metric]:

@@ -32,10 +32,11 @@ from py4j.protocol import Py4JJavaError
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import FusionError
-from fusion.runtime import faults, tasks
+from fusion.core.events import dead_letter_records
+from fusion.runtime import data_loss, faults, tasks
 from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, query_id
 from fusion.runtime.errors import StageError
-from fusion.runtime.exactly_once import TransactionalOutput
+from fusion.runtime.exactly_once import OutRecord, TransactionalOutput
 from fusion.runtime.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -215,6 +216,8 @@ class BatchStage:
         self._query: str | None = None
         self._totals: dict[str, int] | None = None
         self._positions: dict[tuple[str, int], int] | None = None
+        # The source topics this stage reads (topic -> source): their records can be lost.
+        self.source_of: dict[str, str] = {}
 
     def work(self) -> tasks.Work:
         raise NotImplementedError
@@ -226,15 +229,32 @@ class BatchStage:
         files = CheckpointFiles(batch.sparkSession, self.config.checkpoint(self.name))
         query = self._query_id(files)
         job = tasks.Job(self.config, self.name, self.points, query, batch_id)
+        lost = self._lost(files, batch_id)  # before the tasks read: what they cannot
         try:
             rows = self.run(batch, job)
         except Py4JJavaError as exc:
             raise _short(self.name, exc) from None
-        counts: dict[str, int] = {}
+        counts: dict[str, int] = data_loss.counts(lost, self.source_of)
         for row in rows:
             if tasks.attribution(row.name) is None:
                 counts[row.name] = counts.get(row.name, 0) + row.value
-        self._commit(files, query, batch_id, counts, rows)
+        letters = data_loss.dead_letters(lost, self.source_of)
+        records = dead_letter_records(self.config.dlq_topic, letters)
+        self._commit(files, query, batch_id, counts, rows, records)
+        if lost:
+            total = sum(v for k, v in self.metrics.counts().items() if k.endswith(".lost"))
+            self.metrics.alert(data_loss.ALERT, data_loss.alert(lost, total))
+
+    def _lost(self, files: CheckpointFiles, batch_id: int) -> list[data_loss.Lost]:
+        """Source records deleted between the last batch's end and this batch's read."""
+        if not self.source_of or batch_id == 0:
+            return []
+        before, now = batch_offsets(files, batch_id - 1), batch_offsets(files, batch_id)
+        if before is None or now is None:
+            return []
+        starts = {tp: o for tp, o in before[1].items() if tp[0] in self.source_of}
+        earliest = data_loss.earliest_offsets(self.config, starts)
+        return data_loss.lost_ranges(starts, now[1], earliest)
 
     def run(self, batch: DataFrame, job: tasks.Job) -> list[tasks.TaskCount]:
         """The batch's work: each task's output, published exactly once; the tasks' counts."""
@@ -265,6 +285,7 @@ class BatchStage:
         batch_id: int,
         counts: dict[str, int],
         rows: list[tasks.TaskCount],
+        records: list[OutRecord] | None = None,
     ) -> None:
         ends = batch_offsets(files, batch_id)
         positions = ends[1] if ends else {}
@@ -276,7 +297,7 @@ class BatchStage:
             return  # a replay of a batch this stage finished and counted already
         offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
         merged = {name: totals.get(name, 0) + counts.get(name, 0) for name in totals | counts}
-        self.lease.publish(query, batch_id, [], merged, offsets, take_over=False)
+        self.lease.publish(query, batch_id, records or [], merged, offsets, take_over=False)
         self.metrics.clear_alert(KAFKA_ALERT)
         self._totals = merged
         self._positions = positions

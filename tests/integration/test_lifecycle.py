@@ -166,6 +166,8 @@ def test_a_late_required_source_completes_the_key_exactly_once(story: Story) -> 
     l1 = story.enriched["L1"]
     assert l1["fusion"]["complete"] is True and l1["insurance"]["amount"] == 4
     assert [k for k, _ in story.ready].count("L1") == 1
+    # Reported incomplete and then fired: counted back once, so it is not pending twice over.
+    assert story.metrics.get("counter.fired_late") == 1
 
 
 def test_an_update_emits_one_updated_event_and_rewrites_only_that_document(

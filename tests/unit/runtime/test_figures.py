@@ -77,3 +77,10 @@ def test_an_empty_run_reads_as_zeros() -> None:
 
     assert figures.headline()["es_requests_per_key"] is None
     assert figures.source("billing").indexed == 0 and figures.driver_peak_mb("jvm") is None
+
+
+def test_a_key_reported_incomplete_then_fired_late_is_not_subtracted_twice() -> None:
+    # K1 fired; K2 incomplete and later fired by a late source; K3 still pending.
+    counts = {"counter.keys": 3, "counter.fired": 2, "counter.incomplete": 1}
+
+    assert Figures(counts | {"counter.fired_late": 1}).pending_keys == 1

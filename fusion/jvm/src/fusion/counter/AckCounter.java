@@ -31,7 +31,7 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Input rows are the parsed acks ({@code CounterQuery.INPUT_COLUMNS}); output rows are
  * {@code CounterQuery.OUTPUT}: {@code new} (a key seen for the first time, for the pending
- * count), {@code ready}, {@code updated}, {@code incomplete}, {@code dead} (a rejected ack) and
+ * count), {@code late} (a key reported incomplete that fires now), {@code ready}, {@code updated}, {@code incomplete}, {@code dead} (a rejected ack) and
  * {@code timer} (a deadline registered, its epoch ms as the event, for the deadline clock:
  * {@code fusion/counter/clock.py}); in a single query also {@code count} (the indexer's counts,
  * passed through: name as key, executor as reason, value as offset).
@@ -147,6 +147,11 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
     }
     if (decision.newKey()) {
       out.add(RowFactory.create("new", key, null, null, null, null, null, null));
+    }
+    if (before != null && before.expiredAt() != null && before.firedAt() == null
+        && after != null && after.firedAt() != null) {
+      // Reported incomplete, then fired by a late source: counted once as pending, not twice.
+      out.add(RowFactory.create("late", key, null, null, null, null, null, null));
     }
     for (Event event : decision.events()) {
       out.add(RowFactory.create(event.kind(), key, Json.event(event), null, null, null, null, null));

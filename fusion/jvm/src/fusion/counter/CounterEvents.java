@@ -71,6 +71,7 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
       String key = row.isNullAt(1) ? null : row.getUTF8String(1).toString();
       switch (kind) {
         case "new" -> counts.merge("counter.keys", 1L, Long::sum);
+        case "late" -> counts.merge("counter.fired_late", 1L, Long::sum);
         case "timer" -> {
           long due = Long.parseLong(row.getUTF8String(2).toString());
           long bucket = (due + resolutionMs - 1) / resolutionMs * resolutionMs;
