@@ -400,14 +400,4 @@ class PipelineConfig(Settings):
     def all_topics(self) -> list[str]:
         """Every topic the pipeline reads or writes."""
         sources = [self.topic_of(source) for source in self.sources]
-        return [
-            *sources,
-            self.acks_topic,
-            self.ready_topic,
-            self.enriched_topic,
-            self.dlq_topic,
-            self.incomplete_topic,
-            self.updates_topic,
-            self.markers_topic,
-            self.clock_topic,
-        ]
+        return [*sources, *self.output_topics(), self.markers_topic, self.clock_topic]

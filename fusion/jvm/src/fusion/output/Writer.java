@@ -248,14 +248,11 @@ final class Writer {
 
   /** A refusal in {@code e}'s causes that no retry gets past: a record too large, an ACL. */
   private static Throwable refusal(KafkaException e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof RecordTooLargeException
-          || t instanceof AuthorizationException
-          || t instanceof AuthenticationException) {
-        return t;
-      }
-    }
-    return null;
+    return cause(
+        e,
+        RecordTooLargeException.class,
+        AuthorizationException.class,
+        AuthenticationException.class);
   }
 
   /**
@@ -263,23 +260,29 @@ final class Writer {
    * a coordinator moving, an aborted transaction); a request the broker cannot take never does.
    */
   private static boolean retriable(KafkaException e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof UnsupportedVersionException
-          || t instanceof InvalidConfigurationException
-          || t instanceof InvalidTopicException) {
-        return false;
-      }
-    }
-    return true;
+    return cause(
+            e,
+            UnsupportedVersionException.class,
+            InvalidConfigurationException.class,
+            InvalidTopicException.class)
+        == null;
   }
 
   private static boolean fenced(KafkaException e) {
+    return cause(e, ProducerFencedException.class, InvalidProducerEpochException.class) != null;
+  }
+
+  /** The first of {@code e}'s causes (itself included) of one of {@code kinds}, or null. */
+  @SafeVarargs
+  private static Throwable cause(Throwable e, Class<? extends Throwable>... kinds) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException) {
-        return true;
+      for (Class<? extends Throwable> kind : kinds) {
+        if (kind.isInstance(t)) {
+          return t;
+        }
       }
     }
-    return false;
+    return null;
   }
 
   private void abortOrDrop() {
