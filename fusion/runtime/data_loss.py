@@ -26,11 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 
-from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter
-from fusion.runtime import clients
 
 Offsets = Mapping[tuple[str, int], int]
 ALERT = "data_loss"
@@ -68,13 +67,12 @@ def lost_ranges(starts: Offsets, ends: Offsets, earliest: Offsets) -> list[Lost]
     return lost
 
 
-def earliest_offsets(config: PipelineConfig, partitions: Iterable[tuple[str, int]]) -> Offsets:
+def earliest_offsets(admin: AdminClient, partitions: Iterable[tuple[str, int]]) -> Offsets:
     """Where each partition's log starts now (one request)."""
     earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
     wanted = {TopicPartition(t, p): earliest for t, p in partitions}
     if not wanted:
         return {}
-    admin = clients.kafka_admin(config.kafka)
     futures = admin.list_offsets(wanted, request_timeout=30)
     return {(tp.topic, tp.partition): f.result(timeout=60).offset for tp, f in futures.items()}
 

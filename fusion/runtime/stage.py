@@ -33,13 +33,14 @@ from py4j.protocol import Py4JJavaError
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import FusionError
 from fusion.core.events import dead_letter_records
-from fusion.runtime import data_loss, faults, tasks
+from fusion.runtime import clients, data_loss, faults, tasks
 from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, query_id
 from fusion.runtime.errors import StageError
 from fusion.runtime.exactly_once import OutRecord, TransactionalOutput
 from fusion.runtime.metrics import Metrics
 
 if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -218,6 +219,7 @@ class BatchStage:
         self._positions: dict[tuple[str, int], int] | None = None
         # The source topics this stage reads (topic -> source): their records can be lost.
         self.source_of: dict[str, str] = {}
+        self._admin: AdminClient | None = None  # made once: asked every batch
 
     def work(self) -> tasks.Work:
         raise NotImplementedError
@@ -253,7 +255,9 @@ class BatchStage:
         if before is None or now is None:
             return []
         starts = {tp: o for tp, o in before[1].items() if tp[0] in self.source_of}
-        earliest = data_loss.earliest_offsets(self.config, starts)
+        if self._admin is None:
+            self._admin = clients.kafka_admin(self.config.kafka)
+        earliest = data_loss.earliest_offsets(self._admin, starts)
         return data_loss.lost_ranges(starts, now[1], earliest)
 
     def run(self, batch: DataFrame, job: tasks.Job) -> list[tasks.TaskCount]:
