@@ -78,11 +78,8 @@ def counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     task = partition_function(job, IndexPartition(by_topic), handoff_batch)
     indexed = stream.select(*KAFKA_COLUMNS).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
-    ttl = config.pipeline.state_ttl
     counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    jdf = counter.single(
-        indexed._jdf, spec, rules_json(Rules.of(config)), -1 if ttl is None else int(ttl * 1000)
-    )
+    jdf = counter.single(indexed._jdf, spec, rules_json(Rules.of(config)))
     return DataFrame(jdf, spark)
 
 

@@ -358,8 +358,12 @@ class PipelineConfig(Settings):
 
     @property
     def has_deadlines(self) -> bool:
-        """Whether any source has a timeout (the counter then runs the deadline clock)."""
-        return any(timeout is not None for timeout in self.timeouts.values())
+        """Whether keys have deadlines: a source's timeout, or ``state_ttl`` for a required
+        source without one (the counter then runs the deadline clock)."""
+        timeouts = self.timeouts
+        if any(timeout is not None for timeout in timeouts.values()):
+            return True
+        return self.pipeline.state_ttl is not None and bool(self.required_sources)
 
     @property
     def enriched_index(self) -> str:

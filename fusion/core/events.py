@@ -197,16 +197,23 @@ class ReadyEvent(BaseModel):
 
 
 class IncompleteEvent(BaseModel):
-    """A key's deadline passed while required sources were still missing (incomplete topic)."""
+    """A key's deadline passed while required sources were still missing (incomplete topic).
+
+    ``reason`` is ``timeout`` (a required source's own timeout passed) or
+    ``state_ttl`` (a required source without one was waited for ``state_ttl``).
+    ``first_ack_at`` is null, and ``present`` empty, only for a key whose state
+    was gone before its deadline was handled (docs/guarantees.md).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     key: str
     present: list[str]
     missing: list[str]
-    first_ack_at: Timestamp
+    first_ack_at: Timestamp | None
     expired_at: Timestamp
     versions: dict[str, int] = {}
+    reason: Literal["timeout", "state_ttl"] = "timeout"
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()

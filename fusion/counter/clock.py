@@ -17,8 +17,11 @@ would wait for the next ack. The clock closes that gap:
 
 So a pipeline with deadlines and no input runs no batch until a deadline is
 due, then one per bucket at most, and a deadline fires within its resolution
-plus one micro-batch. A bucket whose keys fired before their deadline (their
-timers were deleted) costs one empty batch.
+plus one micro-batch. A key that fires before its deadline deletes its timer
+and reports it (a negative count for its bucket): a bucket whose keys all
+fired early is dropped and costs no batch. A key waiting for a required source
+without a timeout has a deadline too, at ``state_ttl``
+(:mod:`fusion.counter.decisions`).
 
 After a restart the schedule is rebuilt from the timers in the counter's
 checkpoint (:func:`registered_deadlines`), read on the executors and reduced
@@ -62,9 +65,14 @@ class Schedule:
         self.last_batch_ms = 0  # the newest batch's timestamp
 
     def add(self, buckets: Mapping[int, int]) -> None:
+        """Timers registered (positive counts) and deleted (negative) per bucket."""
         for bucket, count in buckets.items():
             if bucket > self.last_batch_ms:
-                self.buckets[bucket] = self.buckets.get(bucket, 0) + count
+                left = self.buckets.get(bucket, 0) + count
+                if left > 0:
+                    self.buckets[bucket] = left
+                else:
+                    self.buckets.pop(bucket, None)  # every key in it fired early: no batch
 
     def batch_ran(self, batch_ms: int) -> None:
         """A batch with this timestamp fired every timer due by then."""

@@ -13,6 +13,14 @@ key fired or expired. Two events drive it:
   whose timeout passed is still missing, the key is reported ``incomplete``
   once; a required source arriving after that still fires it, once.
 
+A required source without a timeout is waited for until the key's
+``state_ttl`` (counted from its first ack, rounded up to :func:`ttl_step_ms`):
+then the key is reported incomplete with reason ``state_ttl``, before Spark's
+state TTL (longer by :func:`retention_ms`'s margin) drops it. So every key
+that enters the counter ends in a ready or an incomplete event. A timer that
+finds no state (the pipeline was stopped past the margin, and the state went
+first) still reports the key incomplete, with the sources it had unknown.
+
 Duplicates, any order and replays of older versions change nothing; malformed
 acks and acks for sources outside the pipeline are rejected with a reason
 (they go to the dead-letter topic) and never count.
@@ -28,6 +36,8 @@ from typing import Literal
 from fusion.core.config import PipelineConfig
 from fusion.core.events import IncompleteEvent, ReadyEvent
 
+Reason = Literal["timeout", "state_ttl"]
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -37,9 +47,11 @@ class Rules:
     required: frozenset[str]
     timeouts_ms: Mapping[str, int | None]
     on_update: Literal["reenrich", "ignore"] = "reenrich"
+    state_ttl_ms: int | None = None  # required sources without a timeout wait this long
 
     @classmethod
     def of(cls, config: PipelineConfig) -> Rules:
+        ttl = config.pipeline.state_ttl
         return cls(
             frozenset(config.source_names),
             frozenset(config.required_sources),
@@ -48,6 +60,7 @@ class Rules:
                 for name, seconds in config.timeouts.items()
             },
             config.pipeline.on_update,
+            None if ttl is None else int(ttl * 1000),
         )
 
     @classmethod
@@ -201,23 +214,24 @@ def decide(
 
 def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Decision:
     """The key's timer expired: fire it, report it incomplete, or wait for the next deadline."""
-    if state is None or state.fired or state.expired_at is not None:
-        return Decision(state)  # a timer left from before the key fired, expired or was forgotten
+    if state is None:
+        # Fired and expired keys leave no timer behind: this key went from the state
+        # unreported (stopped past the TTL's margin). Reported, though nothing is known of it.
+        missing = sorted(rules.sources)
+        return Decision(None, [_incomplete(key, [], missing, None, now, {}, "state_ttl")])
+    if state.fired or state.expired_at is not None:
+        return Decision(state)  # a timer left from before the key fired or expired
     state = replace(state, deadline_ms=None)
     if _complete(state, rules, now):
         return _fire(key, state, rules, now)
     missing = state.missing(rules)
     overdue = [s for s in missing if s in rules.required and _due(state, rules, s) <= now.ms]
     if overdue:
+        timed_out = any(rules.timeouts_ms.get(s) is not None for s in overdue)
         expired = replace(state, expired_at=now.iso)
-        event = IncompleteEvent(
-            key=key,
-            present=sorted(state.seen),
-            missing=missing,
-            first_ack_at=state.first_ack_at,
-            expired_at=now.iso,
-            versions=state.versions,
-        )
+        present, versions = sorted(state.seen), state.versions
+        reason: Reason = "timeout" if timed_out else "state_ttl"
+        event = _incomplete(key, present, missing, state.first_ack_at, now, versions, reason)
         return Decision(expired, [event])
     return _wait(state, rules, now)
 
@@ -230,11 +244,34 @@ def deadline_of(state: KeyState, rules: Rules) -> int | None:
 
 
 _NEVER = 2**62
+_DAY_MS = 86_400_000
+
+
+def ttl_step_ms(state_ttl_ms: int) -> int:
+    """What a key's TTL deadline is rounded up to: a hundredth of the TTL, at most a minute.
+
+    Rounded, the deadlines of a week of keys share about 10,000 clock buckets
+    (:mod:`fusion.counter.clock`) instead of one per second."""
+    return max(1, min(60_000, state_ttl_ms // 100))
+
+
+def retention_ms(state_ttl_ms: int) -> int:
+    """Spark's state TTL: ``state_ttl`` plus a margin (as long, at most a day).
+
+    A key's TTL deadline comes before Spark drops its state, so the key is
+    reported from what it had, even after the pipeline was stopped for up to
+    the margin."""
+    return state_ttl_ms + min(state_ttl_ms, _DAY_MS)
 
 
 def _due(state: KeyState, rules: Rules, source: str) -> int:
     timeout = rules.timeouts_ms.get(source)
-    return _NEVER if timeout is None else state.started_ms + timeout
+    if timeout is not None:
+        return state.started_ms + timeout
+    if rules.state_ttl_ms is None or source not in rules.required:
+        return _NEVER
+    step = ttl_step_ms(rules.state_ttl_ms)
+    return -(-(state.started_ms + rules.state_ttl_ms) // step) * step
 
 
 def _complete(state: KeyState, rules: Rules, now: Now) -> bool:
@@ -266,6 +303,26 @@ def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
         return Decision(state)
     at = min(ahead)
     return Decision(replace(state, deadline_ms=at), register_timer=at)
+
+
+def _incomplete(
+    key: str,
+    present: list[str],
+    missing: list[str],
+    first_ack_at: str | None,
+    now: Now,
+    versions: dict[str, int],
+    reason: Reason,
+) -> IncompleteEvent:
+    return IncompleteEvent(
+        key=key,
+        present=present,
+        missing=missing,
+        first_ack_at=first_ack_at,
+        expired_at=now.iso,
+        versions=versions,
+        reason=reason,
+    )
 
 
 def _ready(key: str, state: KeyState, now: Now, kind: Literal["ready", "updated"]) -> ReadyEvent:

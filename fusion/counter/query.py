@@ -21,8 +21,11 @@ the same state partitions; a partition whose transaction had committed finds
 its marker and publishes nothing. A read_committed reader of the ready topic
 therefore sees each key fire once.
 
-A key's state lives ``state_ttl`` after its last change (Spark's state TTL),
-then goes: fired and expired keys do not accumulate.
+A key still waiting for a required source ``state_ttl`` after its first ack
+is reported incomplete (reason ``state_ttl``); Spark's state TTL, a margin
+longer (:func:`fusion.counter.decisions.retention_ms`), then drops every
+key's state that many ms after its last change: fired and expired keys do not
+accumulate.
 """
 
 from __future__ import annotations
@@ -149,8 +152,9 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
         if kind == "count":  # passed through: name as key, executor as reason, value as offset
             other[key] += offset
             other[attributed(key, reason)] += offset
-        elif kind == "timer":
-            other[f"{clock.PREFIX}{clock.bucket_of(int(event), resolution)}"] += 1
+        elif kind in ("timer", "untimer"):
+            bucket = f"{clock.PREFIX}{clock.bucket_of(int(event), resolution)}"
+            other[bucket] += 1 if kind == "timer" else -1
         elif kind == "dead":
             letter = DeadLetter.of(
                 reason,
@@ -223,6 +227,7 @@ def rules_json(rules: Rules) -> str:
             "required": sorted(rules.required),
             "timeouts_ms": dict(rules.timeouts_ms),
             "on_update": rules.on_update,
+            "state_ttl_ms": rules.state_ttl_ms,
         }
     )
 
@@ -233,13 +238,8 @@ def counted_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     Its columns: ``kind, key, event, reason, raw, topic, partition, offset``."""
     from pyspark.sql import DataFrame
 
-    ttl = config.pipeline.state_ttl
     counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    jdf = counter.count(
-        parsed_acks(spark, config)._jdf,
-        rules_json(Rules.of(config)),
-        -1 if ttl is None else int(ttl * 1000),
-    )
+    jdf = counter.count(parsed_acks(spark, config)._jdf, rules_json(Rules.of(config)))
     return DataFrame(jdf, spark)
 
 

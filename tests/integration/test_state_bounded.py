@@ -3,11 +3,11 @@
 Each check reads the state Spark committed after a given micro-batch (the
 ``statestore`` reader at that batch id) and that batch's timestamp T from
 the checkpoint's offset log, and compares it with what the TTL implies: a
-fired key's state expires ``state_ttl`` after the batch that fired it (the
-ready event's ``fired_at``), so the state after batch T holds exactly the
-keys whose expiry is later than T. This holds however fast the machine is;
-the batch that fired a wave's last keys always holds those keys, so the
-check is never vacuous.
+fired key's state expires Spark's TTL (``state_ttl`` and its margin) after
+the batch that fired it (the ready event's ``fired_at``), so the state after
+batch T holds exactly the keys whose expiry is later than T. This holds
+however fast the machine is; the batch that fired a wave's last keys always
+holds those keys, so the check is never vacuous.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
+from fusion.counter.decisions import retention_ms
 from fusion.counter.state import states
 from fusion.runtime import lag
 from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, committed_batches
@@ -48,9 +49,9 @@ def _check(spark: Any, config: PipelineConfig, batch_id: int, fired_ms: dict[str
     files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
     at = _batch_time(files, batch_id)
     held = _state_after(spark, config, batch_id)
-    ttl_ms = TTL_SECONDS * 1000
+    ttl_ms = retention_ms(TTL_SECONDS * 1000)  # Spark's TTL: state_ttl and its margin
     for key, expires in held.items():
-        assert expires == fired_ms[key] + ttl_ms, (key, "expiry is the fire time + state_ttl")
+        assert expires == fired_ms[key] + ttl_ms, (key, "expiry is the fire time + the TTL")
     alive = {key for key, fired in fired_ms.items() if fired <= at < fired + ttl_ms}
     assert set(held) == alive, (batch_id, len(held), len(alive))
     return len(held)
@@ -64,10 +65,18 @@ def _fired_ms(settings: Settings, config: PipelineConfig) -> dict[str, int]:
     }
 
 
-def _counter_batch(run: RunningPipeline) -> int:
+def _counter(run: RunningPipeline) -> Any:
     (counter,) = [q for q in run.queries if q.name.endswith(f"-{run.config.counter_query}")]
-    progress = counter.lastProgress
+    return counter
+
+
+def _counter_batch(run: RunningPipeline) -> int:
+    progress = _counter(run).lastProgress
     return -1 if progress is None else int(progress["batchId"])
+
+
+def _counter_busy(run: RunningPipeline) -> bool:
+    return bool(_counter(run).status["isTriggerActive"])
 
 
 def _rejected_record(config: PipelineConfig) -> tuple[str, str, bytes]:
@@ -99,7 +108,7 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
                 _check(spark, config, committed_batches(files)[-1], fired_ms)
 
             everything = _fired_ms(settings, config)
-            expired = max(everything.values()) + TTL_SECONDS * 1000
+            expired = max(everything.values()) + retention_ms(TTL_SECONDS * 1000)
 
             def emptied() -> bool:
                 latest = committed_batches(files)[-1]
@@ -107,7 +116,8 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
                     spark, config, latest
                 )
 
-            # Without deadlines the counter runs a batch only when acks arrive
+            # Every key fired before its state_ttl deadline, so no deadline is left
+            # (fired keys delete their timers); the counter runs a batch only when acks arrive
             # (an idle transformWithState batch is a job over every state
             # partition); expired state leaves in the next batch. Once every
             # query read its input, the counter stays still while the last TTL
@@ -115,6 +125,7 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
             # indexer rejects (no state of its own) brings that batch.
             stages = list(lag.stage_inputs(config))
             run.wait_for(lambda: lag.behind(config, stages) == 0, 60, "every input read")
+            run.wait_for(lambda: not _counter_busy(run), 60, "the counter's last batch to end")
             before, since = _counter_batch(run), time.monotonic()
             run.wait_for(
                 lambda: (

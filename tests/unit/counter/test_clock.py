@@ -49,3 +49,15 @@ def test_a_deadline_reported_late_by_a_batch_past_it_needs_no_tick() -> None:
     schedule.add({9_000: 1})  # a replayed batch's deadline, already behind the newest batch
 
     assert schedule.next_due() is None
+
+
+def test_a_bucket_whose_keys_all_fired_early_needs_no_tick() -> None:
+    schedule = Schedule()
+    schedule.add({5_000: 2, 9_000: 1})
+
+    schedule.add({5_000: -1})  # one key of the bucket fired before its deadline
+    assert schedule.buckets == {5_000: 1, 9_000: 1}
+    schedule.add({5_000: -1, 9_000: -1})  # and the others
+
+    assert schedule.next_due() is None
+    assert not schedule.tick_due(10_000)

@@ -13,6 +13,8 @@ from fusion.counter.decisions import (
     deadline_of,
     decide,
     on_deadline,
+    retention_ms,
+    ttl_step_ms,
 )
 
 SOURCES = frozenset({"billing", "insurance", "medicine", "treatment"})
@@ -223,7 +225,68 @@ def test_a_timer_after_the_fire_does_nothing() -> None:
     done = decide("K", None, [ack("billing"), ack("insurance"), ack("notes")], LIFECYCLE, at(1))
 
     assert on_deadline("K", done.state, LIFECYCLE, at(6_000)) == Decision(done.state)
-    assert on_deadline("K", None, LIFECYCLE, at(6_000)) == Decision(None)
+
+
+def test_a_timer_whose_state_is_gone_still_reports_the_key_incomplete() -> None:
+    # Fired and expired keys leave no timer; a timer without state is a key Spark's TTL
+    # dropped while the pipeline was stopped past the margin.
+    gone = on_deadline("K", None, LIFECYCLE, at(6_000))
+
+    (event,) = gone.events
+    assert gone.state is None
+    assert isinstance(event, IncompleteEvent) and event.reason == "state_ttl"
+    assert (event.present, event.missing) == ([], ["billing", "insurance", "notes"])
+    assert event.first_ack_at is None and event.expired_at == iso_from_ms(6_000)
+
+
+# Keys that never complete
+
+TTL = replace(LIFECYCLE, timeouts_ms=dict.fromkeys(LIFECYCLE.sources), state_ttl_ms=600_000)
+
+
+def test_a_required_source_without_a_timeout_is_waited_for_until_the_state_ttl() -> None:
+    first = decide("K", None, [ack("billing")], TTL, at(1_234))
+
+    assert ttl_step_ms(600_000) == 6_000
+    assert first.register_timer == 606_000  # 601,234 ms, rounded up to the step
+    assert first.state is not None and deadline_of(first.state, TTL) == first.register_timer
+    assert on_deadline("K", first.state, TTL, at(605_999)).events == []
+
+    expired = on_deadline("K", first.state, TTL, at(606_000))
+
+    (event,) = expired.events
+    assert isinstance(event, IncompleteEvent) and event.reason == "state_ttl"
+    assert (event.present, event.missing) == (["billing"], ["insurance", "notes"])
+    assert expired.state is not None and expired.state.expired_at == iso_from_ms(606_000)
+
+
+def test_a_key_complete_before_its_state_ttl_fires_and_deletes_its_timer() -> None:
+    first = decide("K", None, [ack("billing")], TTL, at(0))
+    done = decide("K", first.state, [ack("insurance")], TTL, at(5_000))
+
+    assert done.ready is not None and done.delete_timer == first.register_timer
+
+
+def test_an_optional_source_is_not_waited_for_by_the_state_ttl() -> None:
+    done = decide("K", None, [ack("billing"), ack("insurance")], TTL, at(0))
+
+    assert done.ready is not None and done.register_timer is None
+
+
+def test_a_timeout_that_passes_first_gives_its_own_reason() -> None:
+    rules = replace(TTL, timeouts_ms={"billing": None, "insurance": 5_000, "notes": None})
+
+    first = decide("K", None, [ack("notes")], rules, at(0))
+    expired = on_deadline("K", first.state, rules, at(5_000))
+
+    assert first.register_timer == 5_000  # insurance's timeout, before billing's state_ttl
+    (event,) = expired.events
+    assert isinstance(event, IncompleteEvent) and event.reason == "timeout"
+
+
+def test_spark_keeps_a_state_past_its_ttl_deadline_by_a_margin_of_at_most_a_day() -> None:
+    assert retention_ms(6_000) == 12_000
+    assert retention_ms(7 * 86_400_000) == 8 * 86_400_000
 
 
 def test_each_missing_source_is_waited_for_its_own_timeout() -> None:

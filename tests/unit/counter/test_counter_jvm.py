@@ -51,7 +51,9 @@ def random_rules(rng: random.Random) -> Rules:
     sources = frozenset(rng.sample(NAMES, rng.randint(2, 4)))
     required = frozenset(s for s in sources if rng.random() < 0.7) or frozenset([min(sources)])
     timeouts = {s: rng.choice([None, None, 2_000, 5_000, 9_000]) for s in sources}
-    return Rules(sources, required, timeouts, rng.choice(["reenrich", "reenrich", "ignore"]))
+    on_update = rng.choice(["reenrich", "reenrich", "ignore"])
+    # Some histories outlive their state_ttl: 10 s and 25 s are within a history's reach.
+    return Rules(sources, required, timeouts, on_update, rng.choice([None, 10_000, 25_000]))
 
 
 def random_ack(rng: random.Random, n: int) -> AckSeen:
@@ -112,7 +114,7 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
                 "rules": json.loads(rules_json(rules)),
                 "now_ms": now_ms,
             }
-            if state is not None and rng.random() < 0.25:
+            if rng.random() < (0.25 if state is not None else 0.1):
                 expected = on_deadline(key, state, rules, now)
                 request |= {"op": "deadline", "acks": []}
             else:
@@ -126,6 +128,8 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
             state = expected.state
             steps += 1
             seen.update(json.loads(e).get("kind", "incomplete") for e in answer["events"])
+            seen.update(json.loads(e).get("reason", "ready") for e in answer["events"])
+            seen.update(["no state"] * (expected.state is None and bool(expected.events)))
             seen.update(
                 name
                 for name in ("new_key", "register_timer", "delete_timer", "rejected")
@@ -134,4 +138,5 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
     print(dict(seen))
     assert steps > 1_500
     assert min(seen[k] for k in ("ready", "updated", "incomplete", "new_key")) >= 20, seen
+    assert min(seen[k] for k in ("timeout", "state_ttl", "no state")) >= 20, seen
     assert min(seen[k] for k in ("register_timer", "delete_timer", "rejected")) >= 20, seen

@@ -16,7 +16,8 @@ from tests.unit.core.test_config import lifecycle_config
 @pytest.mark.parametrize(
     ("pipeline", "notes", "idle"),
     [
-        ({}, {}, False),  # no deadline: no timer is ever registered
+        ({"state_ttl": None}, {}, False),  # no deadline: no timer is ever registered
+        ({}, {}, True),  # a required source without a timeout waits until state_ttl
         ({"timeout": "10m"}, {}, True),
         ({}, {"timeout": "90s", "required": False}, True),  # an optional source's wait
     ],

@@ -32,8 +32,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Input rows are the parsed acks ({@code CounterQuery.INPUT_COLUMNS}); output rows are
  * {@code CounterQuery.OUTPUT}: {@code new} (a key seen for the first time, for the pending
  * count), {@code late} (a key reported incomplete that fires now), {@code ready}, {@code updated}, {@code incomplete}, {@code dead} (a rejected ack) and
- * {@code timer} (a deadline registered, its epoch ms as the event, for the deadline clock:
- * {@code fusion/counter/clock.py}); in a single query also {@code count} (the indexer's counts,
+ * {@code timer} and {@code untimer} (a deadline registered or deleted, its epoch ms as the event,
+ * for the deadline clock: {@code fusion/counter/clock.py}); in a single query also {@code count} (the indexer's counts,
  * passed through: name as key, executor as reason, value as offset).
  */
 public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
@@ -44,17 +44,20 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
               + "expired_at STRING, deadline_ms BIGINT");
 
   private final Rules rules;
-  private final Long ttlMs;
   private transient ValueState<Row> state;
 
-  AckCounter(Rules rules, Long ttlMs) {
+  AckCounter(Rules rules) {
     this.rules = rules;
-    this.ttlMs = ttlMs;
   }
 
   @Override
   public void init(OutputMode outputMode, TimeMode timeMode) {
-    TTLConfig ttl = ttlMs == null ? TTLConfig.NONE() : TTLConfig.apply(Duration.ofMillis(ttlMs));
+    // Longer than state_ttl: a key's TTL deadline reports it before Spark drops its state.
+    Long ttlMs = rules.stateTtlMs();
+    TTLConfig ttl =
+        ttlMs == null
+            ? TTLConfig.NONE()
+            : TTLConfig.apply(Duration.ofMillis(Decisions.retentionMs(ttlMs)));
     state = getHandle().getValueState(STATE_NAME, Encoders.row(STATE), ttl);
   }
 
@@ -144,6 +147,12 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
       out.add(
           RowFactory.create(
               "timer", key, String.valueOf(decision.registerTimer()), null, null, null, null, null));
+    }
+    if (decision.deleteTimer() != null) {
+      // The clock then needs no batch for it: a key that fires early costs no empty batch.
+      out.add(
+          RowFactory.create(
+              "untimer", key, String.valueOf(decision.deleteTimer()), null, null, null, null, null));
     }
     if (decision.newKey()) {
       out.add(RowFactory.create("new", key, null, null, null, null, null, null));

@@ -72,10 +72,10 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
       switch (kind) {
         case "new" -> counts.merge("counter.keys", 1L, Long::sum);
         case "late" -> counts.merge("counter.fired_late", 1L, Long::sum);
-        case "timer" -> {
+        case "timer", "untimer" -> {
           long due = Long.parseLong(row.getUTF8String(2).toString());
           long bucket = (due + resolutionMs - 1) / resolutionMs * resolutionMs;
-          counts.merge("clock." + bucket, 1L, Long::sum);
+          counts.merge("clock." + bucket, "timer".equals(kind) ? 1L : -1L, Long::sum);
         }
         case "dead" -> {
           counts.merge("counter.dlq", 1L, Long::sum);

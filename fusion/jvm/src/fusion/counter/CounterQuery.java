@@ -29,10 +29,10 @@ public final class CounterQuery {
 
   /**
    * The parsed acks grouped by join key into the counter's keyed state; one output row per
-   * event. {@code ttlMs} is the state TTL, or a negative number for none.
+   * event.
    */
-  public static Dataset<Row> count(Dataset<Row> acks, String rulesJson, long ttlMs) {
-    AckCounter processor = new AckCounter(Json.rules(rulesJson), ttlMs < 0 ? null : ttlMs);
+  public static Dataset<Row> count(Dataset<Row> acks, String rulesJson) {
+    AckCounter processor = new AckCounter(Json.rules(rulesJson));
     return acks.selectExpr(INPUT_COLUMNS.split(","))
         .groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(r.getString(0)), Encoders.row(KEY))
         .transformWithState(
@@ -45,11 +45,11 @@ public final class CounterQuery {
    * micro-batch. {@code specJson}: the indexer's writer ({@code TransactionalWriter.Spec}).
    */
   public static Dataset<Row> single(
-      Dataset<Row> indexed, String specJson, String rulesJson, long ttlMs) {
+      Dataset<Row> indexed, String specJson, String rulesJson) {
     Dataset<Row> acks =
         indexed
             .selectExpr(IndexPublisher.INPUT_COLUMNS.split(","))
             .mapPartitions(new IndexPublisher(specJson), Encoders.row(IndexPublisher.OUTPUT));
-    return count(acks, rulesJson, ttlMs);
+    return count(acks, rulesJson);
   }
 }

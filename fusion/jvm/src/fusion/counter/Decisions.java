@@ -24,17 +24,39 @@ public final class Decisions {
   private Decisions() {}
 
   static final long NEVER = 1L << 62;
+  private static final long DAY_MS = 86_400_000L;
   private static final DateTimeFormatter ISO =
       DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").withZone(ZoneOffset.UTC);
 
   /** What the counter needs from the pipeline config. */
   public record Rules(
-      Set<String> sources, Set<String> required, Map<String, Long> timeoutsMs, boolean reenrich)
+      Set<String> sources,
+      Set<String> required,
+      Map<String, Long> timeoutsMs,
+      boolean reenrich,
+      Long stateTtlMs)
       implements Serializable {
     long due(KeyState state, String source) {
       Long timeout = timeoutsMs.get(source);
-      return timeout == null ? NEVER : state.startedMs() + timeout;
+      if (timeout != null) {
+        return state.startedMs() + timeout;
+      }
+      if (stateTtlMs == null || !required.contains(source)) {
+        return NEVER;
+      }
+      long step = ttlStepMs(stateTtlMs);
+      return Math.floorDiv(-(state.startedMs() + stateTtlMs), step) * -step;
     }
+  }
+
+  /** What a key's TTL deadline is rounded up to ({@code decisions.ttl_step_ms}). */
+  static long ttlStepMs(long stateTtlMs) {
+    return Math.max(1, Math.min(60_000, stateTtlMs / 100));
+  }
+
+  /** Spark's state TTL: {@code state_ttl} plus a margin ({@code decisions.retention_ms}). */
+  public static long retentionMs(long stateTtlMs) {
+    return stateTtlMs + Math.min(stateTtlMs, DAY_MS);
   }
 
   /** The processing time of the batch: ISO-8601 for events, milliseconds for timers. */
@@ -102,7 +124,7 @@ public final class Decisions {
   /**
    * A {@code ready}, {@code updated} or {@code incomplete} event; {@code sources} are the
    * sources present, {@code missing} is null unless incomplete, {@code at} is when it fired
-   * or expired.
+   * or expired, {@code reason} why it is incomplete ({@code timeout} or {@code state_ttl}).
    */
   public record Event(
       String kind,
@@ -111,7 +133,8 @@ public final class Decisions {
       List<String> missing,
       String firstAckAt,
       String at,
-      Map<String, Long> versions) {}
+      Map<String, Long> versions,
+      String reason) {}
 
   public record Rejected(Ack ack, String reason) {}
 
@@ -179,28 +202,43 @@ public final class Decisions {
 
   /** The key's timer expired: fire it, report it incomplete, or wait for the next deadline. */
   public static Decision onDeadline(String key, KeyState state, Rules rules, Now now) {
-    if (state == null || state.fired() || state.expiredAt() != null) {
-      return Decision.of(state); // a timer left from before the key fired, expired or was forgotten
+    if (state == null) {
+      // Fired and expired keys leave no timer behind: this key went from the state
+      // unreported (stopped past the TTL's margin). Reported, though nothing is known of it.
+      List<String> missing = new ArrayList<>(new TreeSet<>(rules.sources()));
+      Event event =
+          new Event("incomplete", key, List.of(), missing, null, now.iso(), Map.of(), "state_ttl");
+      return new Decision(null, List.of(event), List.of(), false, null, null);
+    }
+    if (state.fired() || state.expiredAt() != null) {
+      return Decision.of(state); // a timer left from before the key fired or expired
     }
     state = state.deadline(null);
     if (complete(state, rules, now)) {
       return fire(key, state, now);
     }
     List<String> missing = state.missing(rules);
+    boolean overdue = false;
+    boolean timedOut = false;
     for (String source : missing) {
       if (rules.required().contains(source) && rules.due(state, source) <= now.ms()) {
-        KeyState expired = state.expiredAt(now.iso());
-        Event event =
-            new Event(
-                "incomplete",
-                key,
-                new ArrayList<>(state.seen().keySet()),
-                missing,
-                state.firstAckAt(),
-                now.iso(),
-                state.versions());
-        return new Decision(expired, List.of(event), List.of(), false, null, null);
+        overdue = true;
+        timedOut |= rules.timeoutsMs().get(source) != null;
       }
+    }
+    if (overdue) {
+      KeyState expired = state.expiredAt(now.iso());
+      Event event =
+          new Event(
+              "incomplete",
+              key,
+              new ArrayList<>(state.seen().keySet()),
+              missing,
+              state.firstAckAt(),
+              now.iso(),
+              state.versions(),
+              timedOut ? "timeout" : "state_ttl");
+      return new Decision(expired, List.of(event), List.of(), false, null, null);
     }
     return await(state, rules, now);
   }
@@ -259,7 +297,8 @@ public final class Decisions {
         null,
         state.firstAckAt(),
         now.iso(),
-        state.versions());
+        state.versions(),
+        null);
   }
 
   /** Python's {@code repr} of a string, for reasons worded as the Python counter words them. */

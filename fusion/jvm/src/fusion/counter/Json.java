@@ -42,7 +42,8 @@ public final class Json {
         strings(node.get("sources")),
         strings(node.get("required")),
         timeouts,
-        "reenrich".equals(node.get("on_update").asText()));
+        "reenrich".equals(node.get("on_update").asText()),
+        node.hasNonNull("state_ttl_ms") ? node.get("state_ttl_ms").asLong() : null);
   }
 
   /** The {@code seen} column: {@code {"source":[version,digest,acked_at],...}}, sorted. */
@@ -80,6 +81,9 @@ public final class Json {
     }
     ObjectNode versions = out.putObject("versions");
     event.versions().forEach(versions::put);
+    if (event.missing() != null) {
+      out.put("reason", event.reason());
+    }
     return write(out);
   }
 
