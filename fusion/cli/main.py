@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,6 +45,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError, ExitCode
 from fusion.core.settings import Settings, read_toml
 from fusion.runtime import topology
+from fusion.runtime.markers import REPLAY_UNMARKED
 from fusion.runtime.metrics import Metrics
 
 Handler = Callable[[argparse.Namespace, Settings], int]
@@ -94,6 +96,8 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         config = config.model_copy(update={"metrics": endpoint})
     # The benchmark's naive baseline is no stage of the pipeline: it says what it runs.
     selection = naive.selection() if args.only == "naive" else pipeline.select(config, args.only)
+    if args.replay_unmarked:
+        os.environ[REPLAY_UNMARKED] = "1"  # read where each query starts (and by spark-submit's)
     metrics = Metrics()
     interrupted = False
     try:

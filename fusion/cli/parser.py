@@ -95,6 +95,12 @@ def _run(commands: Commands) -> None:
         help="serve Prometheus metrics on this port (setting [metrics] port, "
         "FUSION_METRICS_PORT; 9464 is usual)",
     )
+    run.add_argument(
+        "--replay-unmarked",
+        action="store_true",
+        help="replay a batch left by a crash whose exactly-once markers Kafka expired "
+        "(its output may be published twice); without it such a start stops",
+    )
     run.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)
 
 

@@ -106,6 +106,11 @@ def committed_batches(files: CheckpointFiles) -> list[int]:
     return sorted(int(name) for name in files.names("commits") if name.isdigit())
 
 
+def planned_batches(files: CheckpointFiles) -> list[int]:
+    """Batch ids Spark planned (its offset log, written before a batch runs), ascending."""
+    return sorted(int(name) for name in files.names("offsets") if name.isdigit())
+
+
 def batch_offsets(files: CheckpointFiles, batch_id: int) -> tuple[int, Offsets] | None:
     """The batch's timestamp (epoch ms) and end offsets per Kafka partition, from its offset log."""
     text = files.read_text(f"offsets/{batch_id}")

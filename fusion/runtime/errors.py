@@ -193,3 +193,21 @@ class KafkaRefusedError(FusionError):
             f"Kafka refused {what}: {detail}; the error code names the cause "
             "(see Kafka's protocol error codes)"
         )
+
+
+class MarkersGoneError(FusionError):
+    """A batch waits to be replayed, but the markers that make its replay exactly-once are gone."""
+
+    exit_code = ExitCode.DEPLOYMENT
+
+    def __init__(self, query: str, batch: int) -> None:
+        self.query = query
+        self.batch = batch
+        super().__init__(
+            f"{query}: batch {batch} was started but never committed, and the query's batch "
+            "markers are gone from Kafka (consumer-group offsets expire "
+            "offsets.retention.minutes, 7 days by default, after their last commit), so "
+            "replaying it could publish its output twice; to replay it anyway (duplicates "
+            "possible) run once with `fusion run --replay-unmarked`, and raise "
+            "offsets.retention.minutes above your longest stop"
+        )

@@ -5,6 +5,11 @@ each batch's transaction, as the consumer-group offset metadata of its group
 on the markers topic (:mod:`fusion.runtime.exactly_once`). :func:`read_markers`
 reads them back, with the input offsets committed alongside, for ``fusion
 status``, consumer lag and the benchmark.
+
+Kafka deletes a group's offsets ``offsets.retention.minutes`` (7 days by
+default) after its last commit. Only a replay needs a marker: the batch Spark
+planned but never committed, after a crash. :func:`replay_unmarked` tells,
+at start, when such a batch waits and the markers are gone.
 """
 
 from __future__ import annotations
@@ -81,3 +86,25 @@ def read_markers(
                 offsets[(tp.topic, tp.partition)] = tp.offset
         result[group] = (marker, offsets)
     return result
+
+
+# Set (to "1") by `fusion run --replay-unmarked`: replay such a batch anyway.
+REPLAY_UNMARKED = "FUSION_REPLAY_UNMARKED"
+REPLAY_ALERT = "replay"
+
+
+def replay_unmarked(
+    planned: Sequence[int], committed: Sequence[int], marker: Marker | None, query: str
+) -> int | None:
+    """The batch a query would replay without its markers, or None if its replay is safe.
+
+    A query that committed a batch always left its driver's marker (the first
+    batch of every run commits one), so a checkpoint with committed batches and
+    no marker of its query means Kafka expired the markers (or the markers
+    topic was recreated). That matters only if a batch waits to be replayed.
+    """
+    if not planned or not committed or planned[-1] <= committed[-1]:
+        return None  # nothing to replay, or the very first batch (no marker expected yet)
+    if marker is not None and marker.query == query:
+        return None
+    return planned[-1]

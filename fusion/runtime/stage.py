@@ -34,9 +34,16 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import FusionError
 from fusion.core.events import dead_letter_records
 from fusion.runtime import clients, data_loss, faults, tasks
-from fusion.runtime.checkpoint import CheckpointFiles, batch_offsets, query_id
-from fusion.runtime.errors import StageError
+from fusion.runtime.checkpoint import (
+    CheckpointFiles,
+    batch_offsets,
+    committed_batches,
+    planned_batches,
+    query_id,
+)
+from fusion.runtime.errors import MarkersGoneError, StageError
 from fusion.runtime.exactly_once import OutRecord, TransactionalOutput
+from fusion.runtime.markers import REPLAY_ALERT, REPLAY_UNMARKED, Marker, replay_unmarked
 from fusion.runtime.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -126,8 +133,9 @@ def start_foreach_batch(
     session's settings once, when it starts).
     """
     config = stage.config
-    stage.lease.last_marker()
+    marker = stage.lease.last_marker()
     checkpoint = config.checkpoint(stage.name)
+    _refuse_an_unmarked_replay(CheckpointFiles(stream.sparkSession, checkpoint), stage, marker)
     settings = dict(conf or {})
     if is_local(checkpoint):
         # Hadoop's FileContext API renames through symlink checks that, on a local
@@ -147,6 +155,23 @@ def start_foreach_batch(
         scheduler_pool(stream.sparkSession, stage.name),
     ):
         return writer.start()
+
+
+def _refuse_an_unmarked_replay(
+    files: CheckpointFiles, stage: BatchStage, marker: Marker | None
+) -> None:
+    """Stop before Spark replays a batch whose exactly-once markers Kafka expired."""
+    query = query_id(files)
+    if query is None:
+        return  # a fresh checkpoint
+    pending = replay_unmarked(planned_batches(files), committed_batches(files), marker, query)
+    if pending is None:
+        return
+    name = f"{stage.config.name}-{stage.name}"
+    if os.environ.get(REPLAY_UNMARKED) != "1":
+        raise MarkersGoneError(name, pending)
+    message = f"{name}: replaying batch {pending} without its markers (its output may repeat)"
+    stage.metrics.alert(REPLAY_ALERT, message)
 
 
 CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"

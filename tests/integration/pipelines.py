@@ -44,11 +44,21 @@ def run_pipeline(
     metrics: Metrics | None = None,
     idle_limit: float = 60.0,
 ) -> Metrics:
-    """Run the selected queries until ``done`` holds (or nothing happened for ``idle_limit`` s)."""
+    """Run the selected queries until ``done`` holds; fail if nothing happened for ``idle_limit`` s
+    before it did (a stalled run must not pass for one that finished)."""
     metrics = metrics or Metrics()
     pipeline.prepare(config)
     queries = pipeline.start(spark, config, pipeline.select(config, only), metrics)
-    watch.run_until(queries, idle_limit, done=lambda: done(metrics), poll=0.2)
+    finished = False
+
+    def check() -> bool:
+        nonlocal finished
+        finished = done(metrics)
+        return finished
+
+    watch.run_until(queries, idle_limit, done=check, poll=0.2)
+    if not finished:
+        raise AssertionError(f"the run stalled: no input for {idle_limit:g} s, never done")
     return metrics
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fusion.core.config import PipelineConfig
 from fusion.core.config_file import write_config
-from fusion.runtime.markers import Marker
+from fusion.runtime.markers import Marker, replay_unmarked
 from fusion.runtime.metrics import Metrics, histogram_percentiles, latency_bucket
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "healthcare.toml"
@@ -19,6 +19,17 @@ def test_a_marker_survives_its_round_trip_through_offset_metadata() -> None:
     assert Marker.from_metadata(marker.to_metadata()) == marker
     assert len(marker.to_metadata()) < 4096  # Kafka's default offset.metadata.max.bytes
     assert Marker.from_metadata("") is None and Marker.from_metadata('{"q": 1}') is None
+
+
+def test_a_replay_is_refused_only_when_it_waits_and_the_querys_marker_is_gone() -> None:
+    mine = Marker("q-1", 6)
+
+    assert replay_unmarked([5, 6, 7], [5, 6], None, "q-1") == 7  # expired: refused
+    assert replay_unmarked([5, 6, 7], [5, 6], Marker("q-0", 9), "q-1") == 7  # an old query's
+    assert replay_unmarked([5, 6, 7], [5, 6], mine, "q-1") is None  # markers there: exactly once
+    assert replay_unmarked([5, 6, 7], [5, 6, 7], None, "q-1") is None  # nothing to replay
+    assert replay_unmarked([0], [], None, "q-1") is None  # the first batch: no marker yet
+    assert replay_unmarked([], [], None, "q-1") is None
 
 
 def test_a_written_config_reads_back_equal_with_its_secrets(tmp_path: Path) -> None:
