@@ -87,6 +87,7 @@ def _samples() -> list[FusionError]:
         IndexingError,
         KafkaAccessError,
         KafkaRefusedError,
+        MarkersGoneError,
         MessageTooLargeError,
         PublishError,
         QueryFailedError,
@@ -122,6 +123,7 @@ def _samples() -> list[FusionError]:
         KafkaAccessError("the transaction of fusion-p-single@t-0", "TOPIC_AUTHORIZATION_FAILED"),
         MessageTooLargeError("fusion-p-single@t-0", "MSG_SIZE_TOO_LARGE"),
         KafkaRefusedError("a request", "INVALID_CONFIG: bad"),
+        MarkersGoneError("p-counter", 41),
     ]
 
 
