@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,26 @@ def kafka_admin(settings: KafkaSettings) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
     return AdminClient(dict(settings.as_librdkafka_options()), logger=kafka_log)
+
+
+_SHARED_ADMINS: dict[str, AdminClient] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_kafka_admin(settings: KafkaSettings) -> AdminClient:
+    """One admin client per cluster for the life of the process, for periodic probes.
+
+    An AdminClient has no close(): it goes when the garbage collector frees
+    it, and a probe's exceptions keep it in reference cycles until then. A
+    driver restarting its queries would pile up four librdkafka threads and
+    their sockets a restart; shared, there is one.
+    """
+    key = repr(sorted(settings.as_librdkafka_options().items()))
+    with _SHARED_LOCK:
+        admin = _SHARED_ADMINS.get(key)
+        if admin is None:
+            admin = _SHARED_ADMINS[key] = kafka_admin(settings)
+        return admin
 
 
 def kafka_producer(settings: KafkaSettings, options: Mapping[str, Any] | None = None) -> Producer:

@@ -42,7 +42,15 @@ from fusion.core.settings import KafkaSettings
 from fusion.runtime import clients
 from fusion.runtime.errors import FencedError, TransactionError
 from fusion.runtime.faults import crash_point
-from fusion.runtime.kafka_calls import FENCED, REFUSED, Stuck, classify, retry_kafka, watched
+from fusion.runtime.kafka_calls import (
+    FENCED,
+    REFUSED,
+    Stuck,
+    classify,
+    retire,
+    retry_kafka,
+    watched,
+)
 from fusion.runtime.markers import Marker
 from fusion.runtime.producer import produce
 
@@ -128,7 +136,8 @@ class TransactionalOutput:
             try:
                 self._transaction(records, marker, offsets)
             except Stuck as exc:
-                # Drop the producer without a word: the next one's init fences it.
+                # Drop the producer: the next one's init fences it; closed once its call is out.
+                retire(self._producer, exc.call, self.budget)
                 self._producer = None
                 self._retried(f"Kafka transaction stuck, starting over: {exc}")
                 raise
@@ -168,6 +177,7 @@ class TransactionalOutput:
     def close(self) -> None:
         if self._producer is not None:
             self._producer.flush(5)
+            self._producer.close()  # its threads and sockets now, not at garbage collection
             self._producer = None
 
     def _transaction(

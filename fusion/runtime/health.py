@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
+from typing import Any
 
 from fusion.core.config import PipelineConfig
 from fusion.runtime import clients
@@ -46,7 +47,13 @@ class HealthWatch:
     def _run(self) -> None:
         settings = self.config.elasticsearch.model_copy(update={"request_timeout": self.interval})
         es = clients.elasticsearch(settings)
-        admin = clients.kafka_admin(self.config.kafka)
+        admin = clients.shared_kafka_admin(self.config.kafka)
+        try:
+            self._probe(es, admin)
+        finally:
+            es.close()  # the probe's connections go with the watch (a driver restarts queries)
+
+    def _probe(self, es: Any, admin: Any) -> None:
         while not self._stop.wait(self.interval):
             try:
                 es.cluster.health(timeout=f"{self.interval:g}s")

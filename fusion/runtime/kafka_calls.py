@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -68,7 +69,34 @@ STUCK_AFTER_SECONDS = 20.0
 
 
 class Stuck(Exception):
-    """A call did not return although Kafka answers: drop the client that made it."""
+    """A call did not return although Kafka answers: drop the client that made it.
+
+    ``call`` is the thread still inside the call: whoever drops the client
+    closes it once that thread is out (:func:`retire`)."""
+
+    def __init__(self, message: str, call: threading.Thread | None = None) -> None:
+        super().__init__(message)
+        self.call = call
+
+
+def retire(client: Any, call: threading.Thread | None, budget: float) -> threading.Thread:
+    """Close ``client`` once ``call`` (a stuck call on it) returned, at most ``budget`` s on.
+
+    librdkafka gives up a blocked transactional call at its own timeout (the
+    budget); closing the client before that would wait on the same call. A
+    daemon thread does the waiting, so a dropped client never keeps its
+    threads and sockets for the life of the process.
+    """
+
+    def close() -> None:
+        if call is not None:
+            call.join(budget)
+        with contextlib.suppress(Exception):
+            client.close()
+
+    closer = threading.Thread(target=close, name="fusion-kafka-retire", daemon=True)
+    closer.start()
+    return closer
 
 
 def retry_kafka(
@@ -128,13 +156,13 @@ def watched(call: Callable[[], T], client: Any, budget: float) -> T:
             return outcome["value"]  # type: ignore[no-any-return]
         now = time.monotonic()
         if now - started > budget:
-            raise Stuck(f"no answer within the {budget:.0f} s budget")
+            raise Stuck(f"no answer within the {budget:.0f} s budget", worker)
         if now - started < STUCK_AFTER_SECONDS:
             continue
         if _answers(client):
             reachable_since = reachable_since or now
             if now - reachable_since > STUCK_AFTER_SECONDS:
-                raise Stuck("no answer although the broker is back")
+                raise Stuck("no answer although the broker is back", worker)
         else:
             reachable_since = None
 

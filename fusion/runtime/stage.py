@@ -47,7 +47,6 @@ from fusion.runtime.markers import REPLAY_ALERT, REPLAY_UNMARKED, Marker, replay
 from fusion.runtime.metrics import Metrics
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -244,7 +243,6 @@ class BatchStage:
         self._positions: dict[tuple[str, int], int] | None = None
         # The source topics this stage reads (topic -> source): their records can be lost.
         self.source_of: dict[str, str] = {}
-        self._admin: AdminClient | None = None  # made once: asked every batch
 
     def work(self) -> tasks.Work:
         raise NotImplementedError
@@ -280,9 +278,8 @@ class BatchStage:
         if before is None or now is None:
             return []
         starts = {tp: o for tp, o in before[1].items() if tp[0] in self.source_of}
-        if self._admin is None:
-            self._admin = clients.kafka_admin(self.config.kafka)
-        earliest = data_loss.earliest_offsets(self._admin, starts)
+        admin = clients.shared_kafka_admin(self.config.kafka)  # asked every batch: one per process
+        earliest = data_loss.earliest_offsets(admin, starts)
         return data_loss.lost_ranges(starts, now[1], earliest)
 
     def run(self, batch: DataFrame, job: tasks.Job) -> list[tasks.TaskCount]:
