@@ -360,8 +360,7 @@ class PipelineConfig(Settings):
     def has_deadlines(self) -> bool:
         """Whether keys have deadlines: a source's timeout, or ``state_ttl`` for a required
         source without one (the counter then runs the deadline clock)."""
-        timeouts = self.timeouts
-        if any(timeout is not None for timeout in timeouts.values()):
+        if any(timeout is not None for timeout in self.timeouts.values()):
             return True
         return self.pipeline.state_ttl is not None and bool(self.required_sources)
 
