@@ -3,10 +3,11 @@
 With no ``timeout``, a required source is waited for ``state_ttl``; then the
 key is reported incomplete with reason ``state_ttl``, before Spark's state TTL
 (a margin longer) drops it. One pipeline (billing and insurance, both
-required, ``state_ttl = "10s"``, no timeout) runs twice:
+required, ``state_ttl = "20s"``, no timeout) runs twice:
 
-1. G1 gets billing; the pipeline stops before G1's deadline and stays stopped
-   until Spark's TTL for G1's state has passed;
+1. W1 gets both sources (it warms the pipeline up), then G1 gets billing; the
+   pipeline stops before G1's deadline and stays stopped until Spark's TTL for
+   G1's state has passed;
 2. on restart G1's timer finds no state: G1 is still reported incomplete, its
    sources unknown; meanwhile N1 gets billing only (reported at its
    ``state_ttl`` from what it had), C1 both sources (fired).
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from fusion.bench.generator import produce
+from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.counter.decisions import retention_ms
 from fusion.counter.state import key_state
@@ -31,7 +34,7 @@ from tests.integration.pipelines import (
     source_record,
 )
 
-TTL_SECONDS = 10
+TTL_SECONDS = 20
 
 
 def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
@@ -40,8 +43,18 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
     config = make_config(settings, tmp_path, ["billing", "insurance"], state_ttl=f"{TTL_SECONDS}s")
     try:
         with RunningPipeline(spark, config) as run:
+            # A key's deadline counts from its batch's start; a cold first batch (seconds)
+            # would eat into the time G1 leaves to stop the pipeline before its deadline.
+            produce(
+                config,
+                [source_record(config, s, "W1", amount=0) for s in ("billing", "insurance")],
+            )
+            run.wait_for(lambda: run.metrics.get("counter.fired") >= 1, 120, "W1 fired")
             produce(config, [source_record(config, "billing", "G1", amount=1)])
-            run.wait_for(lambda: run.metrics.get("counter.keys") >= 1, 60, "G1 in the state")
+            # The metric counts the batch before Spark commits it; a stop in between
+            # would leave G1 uncommitted (replayed on restart), so wait for the commit.
+            run.wait_for(lambda: run.metrics.get("counter.keys") >= 1, 60, "G1 counted")
+            run.wait_for(partial(_has_state, spark, config, "G1"), 30, "G1's state committed")
         found = key_state(spark, config, "G1")
         assert found is not None, "G1's state was committed"
         state, spark_expiry_ms = found
@@ -72,7 +85,7 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
     finally:
         drop(config)
 
-    assert ready == ["C1"]
+    assert sorted(ready) == ["C1", "W1"]
     assert sorted(incomplete) == ["G1", "N1"]
     n1, g1 = incomplete["N1"], incomplete["G1"]
     assert (n1["reason"], n1["present"], n1["missing"]) == ("state_ttl", ["billing"], ["insurance"])
@@ -82,3 +95,7 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
     # G1's state was gone when its timer fired: reported all the same, what it had unknown.
     assert (g1["reason"], g1["present"], g1["first_ack_at"]) == ("state_ttl", [], None)
     assert g1["missing"] == ["billing", "insurance"]
+
+
+def _has_state(spark: Any, config: PipelineConfig, key: str) -> bool:
+    return key_state(spark, config, key) is not None
