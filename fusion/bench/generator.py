@@ -101,6 +101,8 @@ class GenOptions:
     missing_rate: float = 0.02
     shuffle: bool = True
     key_prefix: str = "K"
+    # Each record also gets a "notes" field of this many characters (0: none).
+    pad_bytes: int = 0
 
 
 @dataclass
@@ -127,6 +129,9 @@ def build_dataset(config: PipelineConfig, options: GenOptions) -> Dataset:
             if source.name == skipped:
                 continue
             record = {config.key_field: key} | {n: f(rng) for n, f in fields[source.name].items()}
+            if options.pad_bytes:
+                pad = rng.randbytes(options.pad_bytes // 2 + 1).hex()
+                record["notes"] = pad[: options.pad_bytes]
             value = dumps(record)
             data.records.append((config.topic_of(source), key, value))
             if rng.random() < options.duplicate_rate:

@@ -15,8 +15,6 @@ plus one micro-batch.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -24,16 +22,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fusion import pipeline
 from fusion.bench.burst import BenchOptions, bench_config
 from fusion.bench.errors import IdleError
 from fusion.bench.generator import produce
-from fusion.bench.process import PipelineProcess
-from fusion.bench.report import git_commit, machine
+from fusion.bench.process import PipelineProcess, started_on_fresh_topics
+from fusion.bench.proctree import tree_cpu_seconds
+from fusion.bench.report import git_commit, machine, write_text_files
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.runtime import clients, topology
+from fusion.runtime import clients
 
 SOURCES = 3
 DEADLINE_SECONDS = 5.0
@@ -81,42 +79,28 @@ def _config(settings: Settings, overrides: dict[str, Any]) -> PipelineConfig:
 
 def _idle_cores(settings: Settings, options: IdleOptions, overrides: dict[str, Any]) -> float:
     config = _config(settings, overrides)
-    topology.delete_all(config)
-    pipeline.prepare(config)
-    workdir = Path(tempfile.mkdtemp(prefix="fusion-idle-"))
-    try:
-        with PipelineProcess(config, workdir) as run:
-            run.wait_started()
-            assert run.process is not None
-            time.sleep(options.settle_seconds)
-            run.check()
-            before = _tree_cpu_seconds(run.process.pid)
-            time.sleep(options.window_seconds)
-            run.check()
-            used = _tree_cpu_seconds(run.process.pid) - before
-            run.stop()
-    finally:
-        topology.delete_all(config)
+    with started_on_fresh_topics(config, "fusion-idle-") as run:
+        assert run.process is not None
+        time.sleep(options.settle_seconds)
+        run.check()
+        before = tree_cpu_seconds(run.process.pid)
+        time.sleep(options.window_seconds)
+        run.check()
+        used = tree_cpu_seconds(run.process.pid) - before
+        run.stop()
     return round(used / options.window_seconds, 3)
 
 
 def _deadline_lateness(settings: Settings) -> tuple[float, float]:
     """Seconds from one key's deadline to its incomplete event, and the clock's resolution."""
     config = _config(settings, {"timeout": f"{DEADLINE_SECONDS:g}s"})
-    topology.delete_all(config)
-    pipeline.prepare(config)
-    workdir = Path(tempfile.mkdtemp(prefix="fusion-idle-"))
     key = "late-1"
     present = config.sources[:2]
-    try:
-        with PipelineProcess(config, workdir) as run:
-            run.wait_started()
-            value = json.dumps({config.key_field: key}).encode()
-            produce(config, [(config.topic_of(s), key, value) for s in present])
-            event, stamp = _first_record(config, config.incomplete_topic, run)
-            run.stop()
-    finally:
-        topology.delete_all(config)
+    with started_on_fresh_topics(config, "fusion-idle-") as run:
+        value = json.dumps({config.key_field: key}).encode()
+        produce(config, [(config.topic_of(s), key, value) for s in present])
+        event, stamp = _first_record(config, config.incomplete_topic, run)
+        run.stop()
     due = datetime.fromisoformat(event["first_ack_at"]).timestamp() + DEADLINE_SECONDS
     return round(stamp - due, 3), config.pipeline.deadline_resolution
 
@@ -138,33 +122,6 @@ def _first_record(
         raise IdleError(f"no record on {topic} within {timeout:.0f} s")
     finally:
         consumer.close()
-
-
-def _tree_cpu_seconds(root: int) -> float:
-    """CPU seconds (user + system) of ``root`` and every process under it, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _stat(int(entry))
-            if stat is not None:
-                children.setdefault(int(stat[1]), []).append(int(entry))
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        stat = _stat(pid)
-        if stat is not None:
-            total += int(stat[11]) + int(stat[12])
-        todo += children.get(pid, [])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (state, ppid, ...)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -192,10 +149,4 @@ def markdown(report: dict[str, Any]) -> str:
 
 def write_report(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     """``<out_dir>/<timestamp>-idle-n<sources>.{json,md}``."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = out_dir / f"{stamp}-idle-n{report['sources']}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = base.with_suffix(".json"), base.with_suffix(".md")
-    json_path.write_text(json.dumps(report, indent=2))
-    md_path.write_text(markdown(report))
-    return json_path, md_path
+    return write_text_files(out_dir, f"idle-n{report['sources']}", report, markdown(report))

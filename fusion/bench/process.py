@@ -15,7 +15,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -119,3 +122,19 @@ class PipelineProcess:
             self.process.wait(timeout=30)
         if self.config_file.exists():
             os.unlink(self.config_file)  # it holds the connection secrets
+
+
+@contextmanager
+def started_on_fresh_topics(config: PipelineConfig, prefix: str) -> Iterator[PipelineProcess]:
+    """`fusion run` of ``config`` on new topics and indexes, running; all of it dropped after."""
+    from fusion import pipeline
+    from fusion.runtime import topology
+
+    topology.delete_all(config)
+    pipeline.prepare(config)
+    try:
+        with PipelineProcess(config, Path(tempfile.mkdtemp(prefix=prefix))) as run:
+            run.wait_started()
+            yield run
+    finally:
+        topology.delete_all(config)

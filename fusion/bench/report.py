@@ -129,14 +129,23 @@ def write_files(
     draw: Callable[[dict[str, Any], Path], None],
 ) -> tuple[Path, Path, Path]:
     """``<out_dir>/<timestamp>-<name>.{json,md,png}``: the report, its Markdown, its chart."""
+    json_path, md_path = write_text_files(out_dir, name, report, text)
+    png_path = md_path.with_suffix(".png")
+    draw(report, png_path)
+    return json_path, md_path, png_path
+
+
+def write_text_files(
+    out_dir: Path, name: str, report: dict[str, Any], text: str
+) -> tuple[Path, Path]:
+    """``<out_dir>/<timestamp>-<name>.{json,md}``: the report and its Markdown."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     base = out_dir / f"{stamp}-{name}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path, png_path = (base.with_suffix(s) for s in (".json", ".md", ".png"))
+    json_path, md_path = base.with_suffix(".json"), base.with_suffix(".md")
     json_path.write_text(json.dumps(report, indent=2))
     md_path.write_text(text)
-    draw(report, png_path)
-    return json_path, md_path, png_path
+    return json_path, md_path
 
 
 def _mode(report: dict[str, Any], mode: str) -> dict[str, Any] | None:

@@ -21,16 +21,19 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         return bench_sustain_command(args, settings)
     if args.idle:
         return bench_idle_command(args, settings)
+    if args.memory:
+        return bench_memory_command(args, settings)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     unknown = [m for m in modes if m not in bench.MODES]
     if unknown or not modes:
         raise ConfigError("--modes", "", f"unknown mode(s) {unknown}; choose from {bench.MODES}")
-    if args.keys < 1 or args.sources < 2:
+    keys = 14_000 if args.keys is None else args.keys
+    if keys < 1 or args.sources < 2:
         raise ConfigError("--keys/--sources", "", "need at least 1 key and 2 sources")
     clients.check_kafka(settings.kafka)
     clients.check_elasticsearch(settings.elasticsearch)
     options = bench.BenchOptions(
-        args.keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets
+        keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets
     )
     steps = 2 + args.runs * (1 + len(modes))  # warm-up, floor and modes per run, counter alone
     with Tracker(err, "benchmark", "steps", steps, rate=False) as tracker:
@@ -83,6 +86,21 @@ def bench_idle_command(args: argparse.Namespace, settings: Settings) -> int:
         tracker.step("idle scenarios and one deadline")
         report = bench_idle.run_idle(settings)
     return print_bench(bench_idle.markdown(report), bench_idle.write_report(report, args.out))
+
+
+def bench_memory_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import memory
+
+    keys = memory.MemoryOptions.keys if args.keys is None else args.keys
+    if keys < 1:
+        raise ConfigError("--keys", str(keys), "need at least 1 key")
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    options = memory.MemoryOptions(keys=keys)
+    runs = len(options.budgets) * len(options.record_bytes)
+    with Tracker(err, "memory benchmark", "runs", runs, rate=False) as tracker:
+        report = memory.run_memory(settings, options, on_step=tracker.step)
+    return print_bench(memory.markdown(report), memory.write_report(report, args.out))
 
 
 def print_bench(text: str, paths: tuple[Path, ...]) -> int:

@@ -84,7 +84,7 @@ def add_bench(commands: Commands) -> None:
         "fusion bench --keys 2000 --modes batched --runs 3",
         "fusion bench --sustain --step-seconds 30",
     )
-    bench.add_argument("--keys", type=int, default=14_000, help="join keys (14,000)")
+    bench.add_argument("--keys", type=int, help="join keys (14,000; 200 with --memory)")
     bench.add_argument("--sources", type=int, default=4, help="sources per key (4)")
     bench.add_argument(
         "--modes", default="naive,counted,batched", help="comma-separated (naive,counted,batched)"
@@ -110,6 +110,12 @@ def add_bench(commands: Commands) -> None:
         action="store_true",
         help="instead of a burst: the cores a pipeline with no input uses (trigger intervals, "
         "a deadline set), and how late a deadline fires",
+    )
+    bench.add_argument(
+        "--memory",
+        action="store_true",
+        help="instead of a burst: the peak memory of the pipeline's Spark JVM and Python "
+        "workers with records of 1 KB and of 500 KB (--keys keys, default 200 here)",
     )
     sustain = bench.add_argument_group("sustained load (--sustain)")
     sustain.add_argument(

@@ -179,6 +179,10 @@ class PipelineSection(BaseModel):
     # takes longer is followed by the next at once).
     trigger_interval: TriggerInterval = "100 milliseconds"
     max_record_bytes: int = Field(default=1024 * 1024, ge=1)
+    # What a task holds at once: it works through its partition in chunks of
+    # about this many bytes (source records in, source documents looked up),
+    # and its executor spills output beyond it to local disk until the commit.
+    task_chunk_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024, lt=2**31)
     # How long a stage retries an unreachable Elasticsearch or Kafka before its query fails.
     retry_budget_seconds: float = Field(default=300.0, gt=0)
     # Key lifecycle (processing time, from the key's first ack): sources are

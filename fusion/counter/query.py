@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -89,29 +89,29 @@ class CounterBatch(BatchStage):
         return task_counts(events.publish(batch._jdf, self.spec(job, spark), json.dumps(topics)))
 
 
-def publish_events(job: Job, rows: pa.Table) -> TaskOutput:
+def publish_events(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
     """Task function: one state partition's events of a batch, for one Kafka transaction.
 
     With ``enrich_in = "counter"`` the task also enriches the keys it fired
     (and updated, and expired with ``on_timeout = "partial"``): it looks their
     documents up, writes the enriched documents, and hands the enriched
-    records to the writer with the events, for the same transaction. The
-    transactional id is derived from the state partition: a replay recomputes
-    the same events for the same partition from the same state.
+    records to the writer with the events (a group of keys at a time), for the
+    same transaction. The transactional id is derived from the state
+    partition: a replay recomputes the same events for the same partition
+    from the same state.
     """
     from pyspark import TaskContext
 
     context = TaskContext.get()
     assert context is not None, "publish_events runs in a Spark task"
     config = job.config
+    task = f"p{context.partitionId()}"
     events = decided_events(config, rows)
-    out, counts = events.records, events.counts
+    yield TaskOutput(task, events.records, events.counts)
     if events.to_enrich:
         retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-        enrichment = enrich(config, job.elasticsearch(), events.to_enrich, retry)
-        out += enrichment.records
-        counts |= enrichment.counts
-    return TaskOutput(f"p{context.partitionId()}", out, counts)
+        for part in enrich(config, job.elasticsearch(), events.to_enrich, retry):
+            yield TaskOutput(task, part.records, part.counts)
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,18 @@ In this order:
 
 Steps 1-4 are :func:`enrich_events`, which ``fusion reconcile`` runs too;
 steps 2-4 are :func:`enrich`, which the counter's task runs on the keys it
-fires (``enrich_in = "counter"``).
+fires (``enrich_in = "counter"``). Both go a group of keys at a time and hand
+each group's output on before the next (:class:`GroupSizer`).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from elasticsearch import Elasticsearch
 from pydantic import ValidationError
@@ -84,14 +85,14 @@ class Wanted:
 
 @dataclass(frozen=True)
 class Enrichment:
-    """What :func:`enrich_events` did: the Kafka records to publish and the counts."""
+    """One part of an enrichment (a group of keys, or its dead letters): records and counts."""
 
     records: list[OutRecord]
     counts: dict[str, int]
 
 
-def enrich_partition(job: Job, rows: pa.Table) -> TaskOutput:
-    """The task function of the enricher (steps 1-5 of the module docstring)."""
+def enrich_partition(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
+    """The task function of the enricher (steps 1-5 of the module docstring), a group at a time."""
     events = list(
         zip(
             column(rows, "value"),
@@ -107,8 +108,8 @@ def enrich_partition(job: Job, rows: pa.Table) -> TaskOutput:
     topic, partition, _ = events[0][1]
     config = job.config
     retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-    result = enrich_events(config, job.elasticsearch(), events, retry)
-    return TaskOutput(f"{topic}-{partition}", result.records, result.counts)
+    for part in enrich_events(config, job.elasticsearch(), events, retry):
+        yield TaskOutput(f"{topic}-{partition}", part.records, part.counts)
 
 
 def enrich_events(
@@ -116,7 +117,7 @@ def enrich_events(
     es: Elasticsearch,
     events: Sequence[tuple[bytes | None, Where]],
     retry: RetryPolicy,
-) -> Enrichment:
+) -> Iterator[Enrichment]:
     """Steps 1-4 for events read from Kafka: parse, look up, build and write."""
     wanted: list[Wanted] = []
     dead: list[DeadLetter] = []
@@ -135,26 +136,75 @@ def enrich(
     events: Sequence[Wanted],
     retry: RetryPolicy,
     dead: Sequence[DeadLetter] = (),
-) -> Enrichment:
+) -> Iterator[Enrichment]:
     """Steps 2-4: look up, build and write the enriched documents of ``events``.
 
     The enricher's task runs it on the events it read; the counter's task on
-    the events it just decided (``enrich_in = "counter"``). Returns the
-    enriched and dead-letter records to publish, and the counts.
+    the events it just decided (``enrich_in = "counter"``).
+
+    The keys go in groups whose documents come to about ``task_chunk_bytes``
+    (:class:`GroupSizer`). Each group's enriched records and counts are
+    yielded as soon as it is done, so a task holds one group's documents at a
+    time, never all of its keys'; the dead letters come last.
     """
-    metrics = Metrics()
     dead = list(dead)
     wanted: dict[str, Wanted] = {}
     for event in events:
         if event.key not in wanted or wanted[event.key].partial:
             # A complete enrichment supersedes a partial one of the same key.
             wanted[event.key] = event
+    keys = list(wanted)
+    sizer = GroupSizer.of(config)
+    start = 0
+    while start < len(keys):
+        group = keys[start : start + sizer.keys()]
+        start += len(group)
+        metrics = Metrics()
+        done = _enrich_group(config, es, {key: wanted[key] for key in group}, retry, metrics)
+        sizer.observe(len(group), done.bytes)
+        dead += done.dead
+        yield Enrichment(done.records, metrics.counts())
+    counts = {
+        "enricher.ready": len(wanted),
+        "enricher.batches": 1 if wanted else 0,
+        "enricher.dlq": len(dead),
+    }
+    yield Enrichment(dead_letter_records(config.dlq_topic, dead, config.message_limit), counts)
+
+
+def collected(parts: Iterable[Enrichment]) -> Enrichment:
+    """Every part of an enrichment as one: its records in order, its counts added up."""
+    records: list[OutRecord] = []
+    counts: Counter[str] = Counter()
+    for part in parts:
+        records += part.records
+        counts.update(part.counts)
+    return Enrichment(records, dict(counts))
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One group's enriched records, dead letters, and the bytes its documents came to."""
+
+    records: list[OutRecord]
+    dead: list[DeadLetter]
+    bytes: int
+
+
+def _enrich_group(
+    config: PipelineConfig,
+    es: Elasticsearch,
+    wanted: dict[str, Wanted],
+    retry: RetryPolicy,
+    metrics: Metrics,
+) -> _Group:
+    dead: list[DeadLetter] = []
     found = lookups.fetch(es, config, list(wanted), metrics, retry)
     crash_point("enricher.after_lookup")
     enriched: list[EnrichedDoc] = []
     enriched_at = now_iso()
     for key, want in wanted.items():
-        docs = found[key]
+        docs = found.pop(key)
         metrics.add("enricher.docs_fetched", len(docs))
         missing = missing_sources(docs, config.required_sources)
         if (missing and not want.partial) or not docs:
@@ -172,21 +222,51 @@ def enrich(
     dead.extend(written.dead)
     records, too_large = enriched_records(config, written.confirmed)
     dead.extend(too_large)
-    records += dead_letter_records(config.dlq_topic, dead, config.message_limit)
     kinds = Counter(wanted[item.record.key].kind for item in written.confirmed)
     metrics.add_all(
         {
-            "enricher.ready": len(wanted),
-            "enricher.batches": 1 if wanted else 0,
             "enricher.enriched": len(written.confirmed),
             "enricher.updated": kinds["updated"],
             "enricher.partial": kinds["incomplete"],
             "enricher.stale": len(written.stale),
-            "enricher.dlq": len(dead),
             "enricher.bulk_requests": written.requests,
         }
     )
-    return Enrichment(records, metrics.counts())
+    # What the group's documents weighed, as the enriched documents that joined them.
+    size = sum(len(value) for _, _, value in records)
+    size += sum(letter.original_size or 0 for letter in too_large)
+    return _Group(records, dead, size)
+
+
+class GroupSizer:
+    """How many keys a task enriches at once, for their documents to stay near a byte budget.
+
+    A key's documents are not known in size before they are fetched, so the
+    first group of a worker assumes the largest (every source at
+    ``max_record_bytes``); each group then sizes the next by what its own keys
+    weighed. The estimate lives as long as the worker (Spark reuses it for
+    later tasks), so a steady stream pays that first small group once.
+    """
+
+    _ESTIMATES: ClassVar[dict[str, float]] = {}
+
+    def __init__(self, name: str, budget: int, worst: float) -> None:
+        self.name = name
+        self.budget = budget
+        self.worst = worst
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> GroupSizer:
+        worst = float(len(config.sources) * config.max_record_bytes)
+        return cls(config.enriched_index, config.pipeline.task_chunk_bytes, worst)
+
+    def keys(self) -> int:
+        per_key = self._ESTIMATES.get(self.name, self.worst)
+        return max(1, int(self.budget // max(per_key, 1.0)))
+
+    def observe(self, keys: int, size: int) -> None:
+        if keys and size:
+            self._ESTIMATES[self.name] = min(self.worst, size / keys)
 
 
 def enriched_records(

@@ -42,7 +42,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 from fusion.core.config import PipelineConfig
 from fusion.core.events import ReadyEvent, now_iso
 from fusion.enricher.lookups import mget
-from fusion.enricher.task import enrich_events
+from fusion.enricher.task import collected, enrich_events
 from fusion.runtime import clients
 from fusion.runtime.checkpoint import CheckpointFiles
 from fusion.runtime.exactly_once import TransactionalOutput
@@ -208,7 +208,7 @@ def _enrich(
             (_ready(config, key, plan["started_at"]), (STAGE, 0, start + i))
             for i, key in enumerate(keys[start : start + size])
         ]
-        result = enrich_events(config, es, events, retry)
+        result = collected(enrich_events(config, es, events, retry))
         output.publish(plan["run"], batch_id, result.records, result.counts)
         figures = Figures(result.counts)
         report.enriched += figures.enriched

@@ -136,6 +136,8 @@ def start_foreach_batch(
     checkpoint = config.checkpoint(stage.name)
     _refuse_an_unmarked_replay(CheckpointFiles(stream.sparkSession, checkpoint), stage, marker)
     settings = dict(conf or {})
+    # A task's Arrow batches no larger than the chunks it works in (tasks.byte_chunks).
+    settings.setdefault(ARROW_BATCH_BYTES, str(config.pipeline.task_chunk_bytes))
     if is_local(checkpoint):
         # Hadoop's FileContext API renames through symlink checks that, on a local
         # disk without Hadoop's native library, start a `readlink` process per
@@ -173,6 +175,7 @@ def _refuse_an_unmarked_replay(
     stage.metrics.alert(REPLAY_ALERT, message)
 
 
+ARROW_BATCH_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
 CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 LOCAL_CHECKPOINT_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
@@ -405,6 +408,7 @@ def writer_spec(config: PipelineConfig, job: tasks.Job, faults: Mapping[str, str
             "budget_ms": int(config.pipeline.retry_budget_seconds * 1000),
             "points": job.points,
             "faults": dict(faults),
+            "spool_bytes": config.pipeline.task_chunk_bytes,
         }
     )
 

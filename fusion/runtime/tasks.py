@@ -5,21 +5,22 @@ its micro-batch with ``mapInArrow``: one task per input partition, run by an
 executor's Python worker. A task:
 
 1. receives its partition's rows as Arrow batches (no record passes through
-   the driver);
-2. does the stage's work (parse, Elasticsearch) with a client its worker
-   built once and keeps for later tasks (Spark reuses Python workers);
-3. returns its Kafka records and its counts as rows of :data:`OUTPUT_SCHEMA`,
+   the driver), and takes them in chunks of ``task_chunk_bytes``;
+2. does the stage's work (parse, Elasticsearch) on each chunk with a client its
+   worker built once and keeps for later tasks (Spark reuses Python workers);
+3. returns each chunk's Kafka records and counts as rows of :data:`OUTPUT_SCHEMA`,
    each row naming the task (its input partition).
 
 In the same Spark task, the executor's JVM then publishes those records in
 one Kafka transaction with the batch marker (``fusion.output.TransactionalWriter``,
+which holds ``task_chunk_bytes`` of them and spills the rest to local disk;
 :mod:`fusion.runtime.exactly_once` has the protocol) and hands the driver the
 task's counts as ``(name, value, executor)`` rows: a handful per task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -109,7 +110,8 @@ def elasticsearch(settings: ElasticsearchSettings) -> Elasticsearch:
     return client
 
 
-Work = Callable[[Job, "pa.Table"], TaskOutput]
+# A task's work on one chunk: its output, or its output in parts (each handed on when made).
+Work = Callable[[Job, "pa.Table"], "TaskOutput | Iterable[TaskOutput]"]
 
 
 def partition_function(
@@ -124,13 +126,36 @@ def partition_function(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        received = list(batches)
-        if not received or not any(b.num_rows for b in received):
-            return
-        yield make_batch(work(job, pa.Table.from_batches(received)))
+        # One chunk at a time: the task holds a chunk's records and what they
+        # bring, not its partition's. The writer still publishes every chunk's
+        # output in the task's one transaction (it adds the counts up).
+        for chunk in byte_chunks(batches, job.config.pipeline.task_chunk_bytes):
+            done = work(job, pa.Table.from_batches(chunk))
+            for output in [done] if isinstance(done, TaskOutput) else done:
+                yield make_batch(output)
         _freeze_once()
 
     return run
+
+
+def byte_chunks(batches: Iterable[pa.RecordBatch], budget: int) -> Iterator[list[pa.RecordBatch]]:
+    """``batches`` grouped in order into chunks of at most ``budget`` bytes, empty ones left out.
+
+    A batch larger than the budget is a chunk of its own (Spark's Arrow batches
+    are cut to the budget too: ``spark.sql.execution.arrow.maxBytesPerBatch``).
+    """
+    chunk: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if chunk and size + batch.nbytes > budget:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(batch)
+        size += batch.nbytes
+    if chunk:
+        yield chunk
 
 
 _FROZEN: list[bool] = []

@@ -3,7 +3,8 @@
 The servers are real and secured by `fusion infra up --secure`'s own code path
 (a throwaway CA, a SCRAM user, a file-realm user with a password); the pipeline
 runs end to end through them, Spark's Kafka source and sink included, and the
-wrong password or CA stops `fusion run` at start with one line.
+wrong password or CA stops `fusion run` at start with one line, and no secret
+reaches any output of any command.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,7 @@ import pytest
 from elasticsearch import AuthenticationException, Elasticsearch
 
 from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.config import PipelineConfig
 from fusion.core.errors import CredentialsError, ExitCode
 from fusion.core.settings import RuntimeSettings, Settings
 from fusion.infra.process import free_port
@@ -178,3 +181,88 @@ def other_ca(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from fusion.infra.secure import ensure
 
     return ensure(tmp_path_factory.mktemp("other-ca")).ca
+
+
+def test_no_secret_in_any_output_of_any_command(
+    secured: tuple[Endpoints, SecureMaterial], tmp_path: Path
+) -> None:
+    """No secret reaches anything Fusion prints or logs, with every secret really in use.
+
+    The servers refuse anyone without them: the commands below succeed only
+    because Fusion sent the SCRAM password and the Elasticsearch password, or
+    (for ``check`` and ``status`` again) an API key made for this test. Every
+    command runs with ``--debug`` and Spark logging at DEBUG; the test then
+    searches everything they wrote (stdout, stderr, Spark's log files) and the
+    errors of a run that cannot reach Elasticsearch.
+    """
+    _, material = secured
+    creds = material.credentials()
+    settings = secured_settings(material)
+    es = clients.elasticsearch(settings.elasticsearch)
+    made = es.security.create_api_key(name=f"fusion-test-{uuid.uuid4().hex[:8]}")
+    api_key = made["encoded"]
+    secrets = {
+        "kafka_password": creds.kafka_password,
+        "es_password": creds.es_password,
+        "es_api_key": api_key,
+        "es_api_key_secret": made["api_key"],
+    }
+    config_file = tmp_path / "pipeline.toml"
+    config_file.write_text(
+        f'[pipeline]\nname = "secrets-{uuid.uuid4().hex[:8]}"\nkey_field = "entity_id"\n'
+        f'checkpoint_dir = "{tmp_path / "checkpoints"}"\n\n'
+        '[[sources]]\nname = "a"\n\n[[sources]]\nname = "b"\n'
+    )
+    config = PipelineConfig.load(config_file, env=env_of(material))
+    logs = tmp_path / "logs"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FUSION_")}
+    env |= env_of(material) | {
+        "FUSION_SPARK_LOG_LEVEL": "DEBUG",
+        "FUSION_SPARK_LOG_DIR": str(logs),
+        "FUSION_SPARK_MASTER": "local[2,4]",
+    }
+    if "FUSION_HOME" in os.environ:
+        env["FUSION_HOME"] = os.environ["FUSION_HOME"]
+
+    def fusion(*args: str, extra: dict[str, str] | None = None) -> tuple[int, str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "fusion", "--debug", *args, "--config", str(config_file)],
+            env=env | (extra or {}), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        return result.returncode, result.stdout + result.stderr
+
+    data = build_dataset(config, GenOptions(keys=10, seed=2, missing_rate=0, duplicate_rate=0))
+    key = next(iter(data.expected))
+    with_key = {"FUSION_ES_API_KEY": api_key, "FUSION_ES_PASSWORD": "not-the-password"}
+    try:
+        produce(config, data.records)
+        outputs = {
+            "check": fusion("check"),
+            "run": fusion("run", "--stop-when-idle", "6"),
+            "status": fusion("status"),
+            "explain": fusion("explain", key),
+            "reconcile": fusion("reconcile"),
+            "check with an API key": fusion("check", extra=with_key),
+            "status with an API key": fusion("status", extra=with_key),
+            "unreachable": fusion(
+                "run", extra={"FUSION_ES_URL": f"https://127.0.0.1:{free_port()}"}
+            ),
+        }
+        for command, (code, text) in outputs.items():
+            assert (code != 0) == (command == "unreachable"), (command, text[-2000:])
+        written = {name: text for name, (_, text) in outputs.items()}
+        written |= {f"log {p.name}": p.read_text(errors="replace") for p in logs.glob("*.log")}
+
+        for name, text in written.items():
+            for secret_name, secret in secrets.items():
+                assert secret not in text, f"{secret_name} appears in the output of {name}"
+        # Not vacuous: the run enriched every key through the secured servers; the logs
+        # are there, at DEBUG, and they did talk about credentials.
+        assert set(enriched_docs(settings, config)) == set(data.expected)
+        spark_logs = "".join(text for name, text in written.items() if name.startswith("log "))
+        assert " DEBUG " in spark_logs
+        assert "sasl.jaas.config" in spark_logs  # the Kafka clients' config dump, value hidden
+        assert "unreachable" in written["unreachable"]
+    finally:
+        drop(config)
+        es.security.invalidate_api_key(id=made["id"])

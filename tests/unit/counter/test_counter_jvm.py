@@ -13,38 +13,21 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fusion import jvm
 from fusion.core.events import iso_from_ms
-from fusion.core.settings import Settings
 from fusion.counter.decisions import AckSeen, Decision, KeyState, Now, Rules, decide, on_deadline
 from fusion.counter.query import rules_json
-from fusion.infra.artifacts import ArtifactCache
 
 NAMES = ("billing", "insurance", "medicine", "treatment")
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
 @pytest.fixture(scope="module")
-def jvm_json() -> Iterator[Any]:
-    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
-
-    home = Settings.load().runtime.home  # the cache the pipeline uses
-    jar = jvm.fusion_jar(home, ArtifactCache(home).spark_kafka_jars())
-    jars = Path(jvm._pyspark_jars())
-    port = launch_gateway(
-        jarpath=str(next(jars.glob("py4j-*.jar"))),
-        classpath=f"{jar}:{jars}/*",
-        die_on_exit=True,
-    )
-    gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True))
-    yield gateway.jvm.fusion.counter.Json
-    gateway.shutdown()
+def jvm_json(fusion_jvm: Any) -> Any:
+    return fusion_jvm.fusion.counter.Json
 
 
 def random_rules(rng: random.Random) -> Rules:

@@ -8,7 +8,7 @@ import pytest
 
 from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter
-from fusion.enricher.task import EnrichedDoc, Wanted, _parse, enriched_records
+from fusion.enricher.task import EnrichedDoc, GroupSizer, Wanted, _parse, enriched_records
 from fusion.runtime.bulk import Confirmed
 
 CONFIG = PipelineConfig.model_validate(
@@ -68,3 +68,22 @@ def test_an_enriched_document_too_large_for_a_message_becomes_a_dead_letter() ->
     assert letter.key == "K2" and letter.stage == "enricher"
     assert f"exceeds the {CONFIG.message_limit}-byte message limit of p.enriched" in letter.reason
     assert "it is in p-enriched" in letter.reason
+
+
+def test_groups_of_keys_are_sized_by_what_their_documents_weighed() -> None:
+    config = CONFIG.model_copy(
+        update={"pipeline": CONFIG.pipeline.model_copy(update={"task_chunk_bytes": 100_000})}
+    )
+    sizer = GroupSizer.of(config)
+    sizer.name = "test-groups"  # its own estimate, whatever ran in this process before
+    # Nothing seen yet: every source could be max_record_bytes (2 x 10,000 here).
+    assert sizer.keys() == 5
+    sizer.observe(5, 5 * 400)
+    assert sizer.keys() == 250  # 100,000 / 400
+    # Another task of the same worker starts from what the last group weighed.
+    again = GroupSizer(sizer.name, 100_000, sizer.worst)
+    assert again.keys() == 250
+    again.observe(250, 250 * 50_000)  # larger than a key can be: the worst case bounds it
+    assert again.keys() == 5
+    again.observe(3, 0)  # a group that wrote nothing tells nothing
+    assert again.keys() == 5

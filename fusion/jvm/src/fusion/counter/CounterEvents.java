@@ -2,17 +2,16 @@ package fusion.counter;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import fusion.output.Spool;
 import fusion.output.TransactionalWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.Dataset;
@@ -62,7 +61,12 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
     if (!rows.hasNext()) {
       return Collections.emptyIterator();
     }
-    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+    try (Spool records = new Spool(spec.spoolBytes())) {
+      return publish(rows, records);
+    }
+  }
+
+  private Iterator<String> publish(Iterator<InternalRow> rows, Spool records) {
     TreeMap<String, Long> counts = new TreeMap<>();
     String failedAt = Decisions.Now.of(Instant.now().toEpochMilli()).iso();
     while (rows.hasNext()) {
@@ -79,11 +83,11 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
         }
         case "dead" -> {
           counts.merge("counter.dlq", 1L, Long::sum);
-          records.add(record(topics.get("dlq"), key == null || key.isEmpty() ? null : key, deadLetter(row, key, failedAt)));
+          add(records, topics.get("dlq"), key == null || key.isEmpty() ? null : key, deadLetter(row, key, failedAt));
         }
         default -> {
           counts.merge(COUNTS.get(kind), 1L, Long::sum);
-          records.add(record(topics.get(kind), key, row.getUTF8String(2).toString()));
+          add(records, topics.get(kind), key, row.getUTF8String(2).toString());
         }
       }
     }
@@ -97,8 +101,8 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
   private static final Map<String, String> COUNTS =
       Map.of("ready", "counter.fired", "updated", "counter.updated", "incomplete", "counter.incomplete");
 
-  private static ProducerRecord<byte[], byte[]> record(String topic, String key, String value) {
-    return new ProducerRecord<>(
+  private static void add(Spool records, String topic, String key, String value) {
+    records.add(
         topic,
         key == null ? null : key.getBytes(StandardCharsets.UTF_8),
         value.getBytes(StandardCharsets.UTF_8));

@@ -6,7 +6,6 @@ import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.TreeMap;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Row;
@@ -53,8 +52,13 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
 
   @Override
   public Iterator<Row> call(Iterator<Row> rows) {
+    try (Spool records = new Spool(spec.spoolBytes)) {
+      return publish(rows, records);
+    }
+  }
+
+  private Iterator<Row> publish(Iterator<Row> rows, Spool records) {
     String task = null;
-    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
     TreeMap<String, Long> counts = new TreeMap<>();
     List<Row> acks = new ArrayList<>();
     while (rows.hasNext()) {
@@ -66,8 +70,7 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
         String key = row.isNullAt(2) ? null : row.getString(2);
         byte[] value = row.isNullAt(3) ? null : (byte[]) row.get(3);
         records.add(
-            new ProducerRecord<>(
-                row.getString(1), key == null ? null : key.getBytes(StandardCharsets.UTF_8), value));
+            row.getString(1), key == null ? null : key.getBytes(StandardCharsets.UTF_8), value);
         if (!row.isNullAt(6)) {
           acks.add(
               RowFactory.create(

@@ -15,7 +15,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import com.fasterxml.jackson.databind.node.ArrayNode;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.Dataset;
@@ -84,31 +83,35 @@ public final class TransactionalWriter
   @Override
   public Iterator<String> call(Iterator<InternalRow> rows) {
     String task = null;
-    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
     TreeMap<String, Long> counts = new TreeMap<>();
-    while (rows.hasNext()) {
-      InternalRow row = rows.next();
-      if (task == null && !row.isNullAt(0)) {
-        task = row.getUTF8String(0).toString();
+    try (Spool records = new Spool(spec.spoolBytes)) {
+      while (rows.hasNext()) {
+        InternalRow row = rows.next();
+        if (task == null && !row.isNullAt(0)) {
+          task = row.getUTF8String(0).toString();
+        }
+        if (!row.isNullAt(1)) {
+          records.add(
+              row.getUTF8String(1).toString(),
+              row.isNullAt(2) ? null : row.getUTF8String(2).getBytes(),
+              row.isNullAt(3) ? null : row.getBinary(3));
+        } else if (!row.isNullAt(4)) {
+          counts.merge(
+              row.getUTF8String(4).toString(), row.isNullAt(5) ? 0L : row.getLong(5), Long::sum);
+        }
       }
-      if (!row.isNullAt(1)) {
-        records.add(
-            new ProducerRecord<>(
-                row.getUTF8String(1).toString(),
-                row.isNullAt(2) ? null : row.getUTF8String(2).getBytes(),
-                row.isNullAt(3) ? null : row.getBinary(3)));
-      } else if (!row.isNullAt(4)) {
-        counts.merge(row.getUTF8String(4).toString(), row.isNullAt(5) ? 0L : row.getLong(5), Long::sum);
+      if (task == null) {
+        return Collections.emptyIterator(); // an empty partition: nothing to publish or mark
       }
+      return publishPartition(spec, spec.query, spec.batch, task, records, counts)
+          .countRows()
+          .iterator();
     }
-    if (task == null) {
-      return Collections.emptyIterator(); // an empty partition: nothing to publish, nothing to mark
-    }
-    return publishPartition(spec, spec.query, spec.batch, task, records, counts).countRows().iterator();
   }
 
   /** What publishing one task's output did, and where. */
-  public record Outcome(Map<String, Long> counts, boolean written, int retries, String executor) {
+  public record Outcome(
+      Map<String, Long> counts, boolean written, int retries, int spilled, String executor) {
     /**
      * The task's counts as JSON rows {@code [name, value, executor]}: the marker's, whether the
      * batch was written now, and the transient ones (named {@code @...}, never in a marker).
@@ -124,6 +127,9 @@ public final class TransactionalWriter
       if (retries > 0) {
         out.add(countRow("kafka.retries", retries, executor));
       }
+      if (spilled > 0) {
+        out.add(countRow("tasks.spilled_records", spilled, executor));
+      }
       return out;
     }
   }
@@ -138,7 +144,7 @@ public final class TransactionalWriter
       String query,
       long batch,
       String task,
-      List<ProducerRecord<byte[], byte[]>> records,
+      Spool records,
       Map<String, Long> counts) {
     String id = spec.transactionalPrefix + "@" + task;
     Writer writer = WRITERS.computeIfAbsent(spec.writerKey(id), k -> new Writer(spec, id));
@@ -155,7 +161,7 @@ public final class TransactionalWriter
     if (published.written()) {
       result.putAll(transient_);
     }
-    return new Outcome(result, published.written(), retries, executorLabel());
+    return new Outcome(result, published.written(), retries, records.spilled(), executorLabel());
   }
 
   static String countRow(String name, long value, String executor) {
@@ -199,6 +205,7 @@ public final class TransactionalWriter
     final long budgetMs;
     final String points;
     final Faults faults;
+    final long spoolBytes;
 
     private Spec(JsonNode node) {
       this.kafka = strings(node.get("kafka"));
@@ -209,11 +216,12 @@ public final class TransactionalWriter
       this.budgetMs = node.get("budget_ms").asLong();
       this.points = node.get("points").asText();
       this.faults = new Faults(strings(node.get("faults")));
+      this.spoolBytes = node.path("spool_bytes").asLong(16L << 20);
     }
 
     /**
      * {@code {"kafka": {client options}, "transactional_prefix", "markers_topic", "query",
-     * "batch", "budget_ms", "points", "faults": {FUSION_CRASH_AT, ...}}}, as {@code
+     * "batch", "budget_ms", "points", "faults": {FUSION_CRASH_AT, ...}, "spool_bytes"}}, as {@code
      * fusion.runtime.stage} writes it.
      */
     public static Spec parse(String json) {
@@ -230,6 +238,11 @@ public final class TransactionalWriter
 
     public long batch() {
       return batch;
+    }
+
+    /** The bytes of output a task holds in memory before it spills (see {@link Spool}). */
+    public long spoolBytes() {
+      return spoolBytes;
     }
 
     /** Writers are shared by id and connection settings (tests run pipelines side by side). */

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -83,7 +82,7 @@ final class Writer {
   Published publish(
       String query,
       long batch,
-      List<ProducerRecord<byte[], byte[]>> records,
+      Iterable<ProducerRecord<byte[], byte[]>> records,
       Map<String, Long> counts,
       TransactionalWriter.Spec spec) {
     long deadline = System.currentTimeMillis() + budgetMs;
@@ -152,7 +151,9 @@ final class Writer {
   }
 
   private void transaction(
-      List<ProducerRecord<byte[], byte[]>> records, Marker next, TransactionalWriter.Spec spec) {
+      Iterable<ProducerRecord<byte[], byte[]>> records,
+      Marker next,
+      TransactionalWriter.Spec spec) {
     producer.beginTransaction();
     for (ProducerRecord<byte[], byte[]> record : records) {
       producer.send(record);

@@ -1,0 +1,39 @@
+"""What the benchmarks read of a process tree: its CPU time, and each kind's peak memory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from fusion.bench.proctree import tree_cpu_seconds, watch_peaks
+
+
+@contextmanager
+def _child(code: str) -> Iterator[subprocess.Popen[str]]:
+    """A Python child that runs ``code``, says done, then waits to be read."""
+    script = f"import sys,time\n{code}\nprint('done', flush=True)\nsys.stdin.read()"
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "done\n"
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_cpu_of_a_process_tree_counts_its_children() -> None:
+    with _child("t=time.process_time()\nwhile time.process_time()-t<0.5: pass") as child:
+        assert tree_cpu_seconds(os.getpid()) >= 0.45
+        assert tree_cpu_seconds(child.pid) >= 0.45
+
+
+def test_the_peak_of_a_process_is_seen_after_it_let_go_of_its_memory() -> None:
+    # 300 MB touched, then freed: the high-water mark remembers it.
+    with _child("b = bytearray(300 << 20)\ndel b"), watch_peaks(os.getpid()) as watch:
+        watch.sample()
+    assert watch.peaks["driver"] >= 300
