@@ -5,13 +5,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help install provision test test-es9 unit integration lint demo bench bench-scale bench-sustain infra-up infra-down infra-status clean
+.PHONY: help install provision test test-es9 unit integration lint demo bench bench-scale bench-sustain bench-memory infra-up infra-down infra-status clean
 
 help:
 	@echo "make demo     set everything up, start Kafka + Elasticsearch, run the demo"
 	@echo "make test     set everything up and run unit + integration tests (real servers)"
 	@echo "make bench    naive vs counted vs batched, 14,000 keys x 4 sources, vs the floor"
 	@echo "make bench-sustain  the highest steady rate the pipeline keeps up with, and its latency"
+	@echo "make bench-memory   executor peak memory with records of 1 KB and of 500 KB"
 	@echo "make test-es9 the end-to-end, bad-input, lifecycle and reconcile tests on Elasticsearch $(ES9_VERSION)"
 	@echo "make lint     ruff + mypy"
 	@echo "make unit     fast tests, no servers"
@@ -66,6 +67,10 @@ bench: provision
 bench-sustain: provision
 	$(BIN)/fusion infra up
 	$(BIN)/fusion bench --sustain
+
+bench-memory: provision
+	FUSION_RUNTIME_ES_HEAP=2g $(BIN)/fusion infra up
+	FUSION_RUNTIME_ES_HEAP=2g $(BIN)/fusion bench --memory
 
 bench-scale: provision
 	$(BIN)/fusion infra up

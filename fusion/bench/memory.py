@@ -44,6 +44,8 @@ class MemoryOptions:
     keys: int = 200
     record_bytes: tuple[int, ...] = (1_000, 500_000)
     budgets: tuple[int | None, ...] = (None, UNBOUNDED)  # None: the default task_chunk_bytes
+    # The JVM's maximum heap (spark.driver.memory; local mode runs the tasks in it).
+    heap: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,13 +74,14 @@ def run_memory(
                 label = "default" if budget is None else f"{budget >> 20} MiB"
                 on_step(f"budget {label}, records of {size:,} bytes")
             try:
-                runs.append(asdict(_run(settings, options.keys, size, budget)))
+                runs.append(asdict(_run(settings, options, size, budget)))
             except (FusionError, ApiError, TransportError) as exc:  # a failed run is a result too
                 runs.append({"budget_bytes": budget, "record_bytes": size, "error": str(exc)})
     return {
         "kind": "memory",
         "keys": options.keys,
         "sources": SOURCES,
+        "heap": options.heap or "1g (spark.driver.memory's default)",
         "date": now_iso(),
         "commit": git_commit(),
         "machine": machine(settings),
@@ -87,23 +90,28 @@ def run_memory(
 
 
 def _config(
-    settings: Settings, keys: int, record_bytes: int, budget: int | None, gc_log: Path
+    settings: Settings, options: MemoryOptions, record_bytes: int, budget: int | None, gc_log: Path
 ) -> PipelineConfig:
     tag = f"m{uuid.uuid4().hex[:6]}"
-    base = bench_config(settings, "batched", BenchOptions(keys, SOURCES), tag)
+    base = bench_config(settings, "batched", BenchOptions(options.keys, SOURCES), tag)
     data = base.model_dump(mode="python")
     # The JVM's resident peak is mostly the collector's choice (the heap grows to its
     # maximum under allocation, live or not); its log says what was live after each GC.
     data["spark"]["conf"]["spark.driver.extraJavaOptions"] = f"-Xlog:gc:file={gc_log}"
+    if options.heap is not None:
+        data["spark"]["conf"]["spark.driver.memory"] = options.heap
     data["pipeline"]["max_record_bytes"] = max(base.max_record_bytes, 2 * record_bytes)
     if budget is not None:
         data["pipeline"]["task_chunk_bytes"] = budget
     return PipelineConfig.model_validate(data)
 
 
-def _run(settings: Settings, keys: int, record_bytes: int, budget: int | None) -> MemoryRun:
+def _run(
+    settings: Settings, options: MemoryOptions, record_bytes: int, budget: int | None
+) -> MemoryRun:
+    keys = options.keys
     gc_log = Path(tempfile.mkdtemp(prefix="fusion-memory-gc-")) / "gc.log"
-    config = _config(settings, keys, record_bytes, budget, gc_log)
+    config = _config(settings, options, record_bytes, budget, gc_log)
     gen = GenOptions(keys=keys, duplicate_rate=0, missing_rate=0, pad_bytes=record_bytes)
     dataset = build_dataset(config, gen)
     es = clients.elasticsearch(config.elasticsearch)
@@ -157,6 +165,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# Memory: {report['keys']:,} keys x {report['sources']} sources, "
         f"one micro-batch (commit {report['commit']})",
+        "",
+        f"JVM heap: {report.get('heap', '1g')}.",
         "",
         "Peak resident memory (`VmHWM`) of `fusion run`'s processes; local mode, "
         "so the JVM runs the tasks.",

@@ -96,7 +96,7 @@ def bench_memory_command(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError("--keys", str(keys), "need at least 1 key")
     clients.check_kafka(settings.kafka)
     clients.check_elasticsearch(settings.elasticsearch)
-    options = memory.MemoryOptions(keys=keys)
+    options = memory.MemoryOptions(keys=keys, heap=args.heap)
     runs = len(options.budgets) * len(options.record_bytes)
     with Tracker(err, "memory benchmark", "runs", runs, rate=False) as tracker:
         report = memory.run_memory(settings, options, on_step=tracker.step)

@@ -117,6 +117,9 @@ def add_bench(commands: Commands) -> None:
         help="instead of a burst: the peak memory of the pipeline's Spark JVM and Python "
         "workers with records of 1 KB and of 500 KB (--keys keys, default 200 here)",
     )
+    bench.add_argument(
+        "--heap", help="with --memory: the Spark JVM's heap, e.g. 512m (spark.driver.memory)"
+    )
     sustain = bench.add_argument_group("sustained load (--sustain)")
     sustain.add_argument(
         "--sustain",
