@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
+from fusion.counter import processor
 from fusion.counter.decisions import Rules
 from fusion.counter.query import CounterBatch, rules_json, start_with_clock
 from fusion.runtime.checkpoint import CheckpointFiles
@@ -78,9 +79,11 @@ def counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     task = partition_function(job, IndexPartition(by_topic), handoff_batch)
     indexed = stream.select(*KAFKA_COLUMNS).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
+    rules = Rules.of(config)
     counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    jdf = counter.single(indexed._jdf, spec, rules_json(Rules.of(config)))
-    return DataFrame(jdf, spark)
+    if config.pipeline.counter_engine == "python":
+        return processor.count(DataFrame(counter.published(indexed._jdf, spec), spark), rules)
+    return DataFrame(counter.single(indexed._jdf, spec, rules_json(rules)), spark)
 
 
 def refuse_a_stages_checkpoint(spark: SparkSession, config: PipelineConfig) -> None:

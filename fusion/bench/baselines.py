@@ -19,7 +19,7 @@ from acks.contract import Ack
 from fusion import pipeline
 from fusion.bench.generator import Dataset
 from fusion.bench.process import PipelineProcess
-from fusion.core.config import PipelineConfig
+from fusion.core.config import CounterEngine, PipelineConfig
 from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings
 from fusion.enricher.document import FoundDoc, build_enriched
@@ -27,9 +27,13 @@ from fusion.runtime import clients, topology
 from fusion.runtime.figures import Figures
 from fusion.runtime.producer import Publisher
 
+OPERATORS = {"jvm": "JVM processor", "python": "Python StatefulProcessor"}
 
-def run_counter_only(config: PipelineConfig, dataset: Dataset, workdir: Path) -> dict[str, Any]:
-    """The counter alone over one ack per record: acks per second of Spark processing time.
+
+def run_counter_only(
+    config: PipelineConfig, dataset: Dataset, workdir: Path, engine: CounterEngine = "jvm"
+) -> dict[str, Any]:
+    """The counter alone (on ``engine``) over one ack per record: acks per second of Spark time.
 
     The acks are produced first, twice: a warm-up wave on other keys, then the
     measured one. The counter reads one wave's worth per micro-batch, so its
@@ -47,6 +51,7 @@ def run_counter_only(config: PipelineConfig, dataset: Dataset, workdir: Path) ->
                     "max_offsets_per_trigger": len(dataset.records),
                     "layout": "stages",
                     "enrich_in": "enricher",
+                    "counter_engine": engine,
                 }
             )
         }
@@ -74,7 +79,8 @@ def run_counter_only(config: PipelineConfig, dataset: Dataset, workdir: Path) ->
     cold_rows, cold_seconds = figures.first_batch("counter")
     warm_rows, warm_seconds = rows - cold_rows, busy - cold_seconds
     return {
-        "operator": "transformWithState (JVM processor)",
+        "operator": f"transformWithState ({OPERATORS[engine]})",
+        "engine": engine,
         "acks": warm_rows,
         "fired": figures.fired // 2,
         "seconds": round(warm_seconds, 3),

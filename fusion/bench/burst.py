@@ -37,7 +37,7 @@ from fusion.bench.baselines import run_counter_only, run_floor
 from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine, rounded
-from fusion.core.config import PipelineConfig
+from fusion.core.config import CounterEngine, PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.runtime import clients, lag, topology
@@ -47,6 +47,9 @@ from fusion.runtime.producer import Publisher
 
 Mode = Literal["naive", "counted", "batched"]
 MODES: tuple[Mode, ...] = ("naive", "counted", "batched")
+# The counter alone runs on each engine; the modes run on the default (jvm).
+ENGINES: tuple[CounterEngine, ...] = ("jvm", "python")
+
 SOURCE_NAMES = [
     "billing", "insurance", "medicine", "treatment", "lab", "pharmacy", "radiology", "admission",
 ]  # fmt: skip
@@ -227,9 +230,12 @@ def run_bench(
             # dataset stays the base's: it maps topics to sources by the base's names).
             records = build_dataset(config, gen)
             runs[mode].append(run_mode(config, records, mode, options.rate, workdir))
-    on_step("the counter alone")
-    counter_config = bench_config(settings, "batched", options, f"{tag}c")
-    counter = run_counter_only(counter_config, build_dataset(counter_config, gen), workdir)
+    counters = {}
+    for engine in ENGINES:
+        on_step(f"the counter alone, {engine} engine")
+        counter_config = bench_config(settings, "batched", options, f"{tag}c{engine}")
+        records = build_dataset(counter_config, gen)
+        counters[engine] = run_counter_only(counter_config, records, workdir, engine)
     floor = statistics.median_low(floors)
     results = {mode: _median(found) for mode, found in runs.items()}
     for result in results.values():
@@ -245,7 +251,8 @@ def run_bench(
         "date": now_iso(),
         "commit": git_commit(),
         "floor_seconds": round(floor, 3),
-        "counter_only": counter,
+        "counter_only": counters["jvm"],
+        "counter_only_python": counters["python"],
         "machine": machine(settings),
         "modes": [asdict(results[m]) for m in options.modes],
     }

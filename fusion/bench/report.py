@@ -65,7 +65,6 @@ def markdown(report: dict[str, Any]) -> str:
         "| keys/s | p50 s | p95 s | p99 s | driver MB (Python / JVM) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    counter = report.get("counter_only")
     for m in report["modes"]:
         lines.append(
             f"| {m['mode']} | {m['es_requests']:,} | {m['requests_per_key']} "
@@ -74,13 +73,18 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {m['latency_p50']} | {m['latency_p95']} | {m['latency_p99']} "
             f"| {m.get('driver_python_peak_mb')} / {m.get('driver_jvm_peak_mb')} |"
         )
-    if counter:
-        lines += [
-            "",
-            f"counter alone: {counter['acks']:,} acks in {counter['seconds']} s of micro-batch "
-            f"time = {counter['acks_per_second']:,} acks/s ({counter['fired']:,} keys fired); "
-            f"its first batch, in a cold JVM: {_cold(counter)}",
-        ]
+    for engine, counter in (
+        ("JVM", report.get("counter_only")),
+        ("Python", report.get("counter_only_python")),
+    ):
+        if counter:
+            lines += [
+                "",
+                f"counter alone, {engine} engine: {counter['acks']:,} acks in "
+                f"{counter['seconds']} s of micro-batch time = {counter['acks_per_second']:,} "
+                f"acks/s ({counter['fired']:,} keys fired); its first batch, in a cold JVM: "
+                f"{_cold(counter)}",
+            ]
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,10 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         return bench_idle_command(args, settings)
     if args.memory:
         return bench_memory_command(args, settings)
+    if args.status:
+        return bench_status_command(args, settings)
+    if args.reconcile:
+        return bench_reconcile_command(args, settings)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     unknown = [m for m in modes if m not in bench.MODES]
     if unknown or not modes:
@@ -101,6 +105,32 @@ def bench_memory_command(args: argparse.Namespace, settings: Settings) -> int:
     with Tracker(err, "memory benchmark", "runs", runs, rate=False) as tracker:
         report = memory.run_memory(settings, options, on_step=tracker.step)
     return print_bench(memory.markdown(report), memory.write_report(report, args.out))
+
+
+def bench_status_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import status
+
+    sizes = status.StatusOptions.keys if args.keys is None else (args.keys,)
+    if min(sizes) < 1:
+        raise ConfigError("--keys", str(args.keys), "need at least 1 key")
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    with Tracker(err, "status benchmark", "sizes", len(sizes), rate=False) as tracker:
+        report = status.run_status(settings, status.StatusOptions(sizes), on_step=tracker.step)
+    return print_bench(status.markdown(report), status.write_report(report, args.out))
+
+
+def bench_reconcile_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import reconcile
+
+    keys = 100_000 if args.keys is None else args.keys
+    if keys < 1:
+        raise ConfigError("--keys", str(keys), "need at least 1 key")
+    clients.check_kafka(settings.kafka)
+    clients.check_elasticsearch(settings.elasticsearch)
+    with Tracker(err, "reconcile benchmark", "steps", 2, rate=False) as tracker:
+        report = reconcile.run_reconcile(settings, keys, on_step=tracker.step)
+    return print_bench(reconcile.markdown(report), reconcile.write_report(report, args.out))
 
 
 def print_bench(text: str, paths: tuple[Path, ...]) -> int:

@@ -94,6 +94,9 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             raise ConfigError("--metrics-port", "", f"{args.metrics_port} is not a port (0-65535)")
         endpoint = config.metrics.model_copy(update={"port": args.metrics_port})
         config = config.model_copy(update={"metrics": endpoint})
+    if args.counter_engine is not None:
+        section = config.pipeline.model_copy(update={"counter_engine": args.counter_engine})
+        config = config.model_copy(update={"pipeline": section})
     # The benchmark's naive baseline is no stage of the pipeline: it says what it runs.
     selection = naive.selection() if args.only == "naive" else pipeline.select(config, args.only)
     if args.replay_unmarked:

@@ -83,6 +83,7 @@ def add_bench(commands: Commands) -> None:
         "fusion bench --keys 14000 --sources 4",
         "fusion bench --keys 2000 --modes batched --runs 3",
         "fusion bench --sustain --step-seconds 30",
+        "fusion bench --status --keys 100000",
     )
     bench.add_argument("--keys", type=int, help="join keys (14,000; 200 with --memory)")
     bench.add_argument("--sources", type=int, default=4, help="sources per key (4)")
@@ -119,6 +120,18 @@ def add_bench(commands: Commands) -> None:
     )
     bench.add_argument(
         "--heap", help="with --memory: the Spark JVM's heap, e.g. 512m (spark.driver.memory)"
+    )
+    bench.add_argument(
+        "--reconcile",
+        action="store_true",
+        help="instead of a burst: `fusion reconcile` over keys complete in Elasticsearch and "
+        "never enriched (--keys, default 100,000), timed, with its processes' peak memory",
+    )
+    bench.add_argument(
+        "--status",
+        action="store_true",
+        help="instead of a burst: how long `fusion status` takes and its driver's peak memory "
+        "with 100,000 and 1,000,000 keys in the counter's state (--keys one size instead)",
     )
     sustain = bench.add_argument_group("sustained load (--sustain)")
     sustain.add_argument(

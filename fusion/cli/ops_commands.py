@@ -51,15 +51,12 @@ def reconcile_command(args: argparse.Namespace, settings: Settings) -> int:
     clients.check_kafka(config.kafka)
     clients.check_elasticsearch(config.elasticsearch)
     topology.ensure_topics(config)
-    with Tracker(err, "scanning the source indexes", "keys") as tracker:
+    with Tracker(err, "scanning and enriching on the executors", "keys") as tracker:
 
         def progress(report: reconcile.Report) -> None:
-            if report.planned:
-                tracker.update(report.enriched, report.planned, "enriching the planned keys")
-            else:
-                tracker.update(report.scanned)
+            tracker.update(report.enriched, report.planned or None, "enriched")
 
-        # Spark only for its Hadoop file system: the plan lives in the checkpoint directory.
+        # The slices run as Spark tasks; the plan lives in the checkpoint directory.
         spark = clients.spark_session(config, app_name=f"fusion-reconcile-{config.name}")
         report = reconcile.reconcile(spark, config, progress)
     if args.json:

@@ -75,6 +75,7 @@ def _run(commands: Commands) -> None:
         f"fusion {PIPELINE} run",
         f"fusion {PIPELINE} run --stop-when-idle 10",
         f"fusion {PIPELINE} run --only counter --metrics-port 9464",
+        f"fusion {PIPELINE} run --counter-engine python",
     )
     run.add_argument(
         "--only",
@@ -100,6 +101,12 @@ def _run(commands: Commands) -> None:
         action="store_true",
         help="replay a batch left by a crash whose exactly-once markers Kafka expired "
         "(its output may be published twice); without it such a start stops",
+    )
+    run.add_argument(
+        "--counter-engine",
+        choices=("jvm", "python"),
+        help="the code that keeps the counter's state: jvm (fast) or python (slower, the "
+        "decisions' own code); setting [pipeline] counter_engine, default jvm",
     )
     run.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)
 

@@ -50,6 +50,10 @@ EnrichIn = Literal["counter", "enricher"]
 # or "stages", a query per stage handing over through Kafka topics, each of which
 # `fusion run --only` can run in a process of its own.
 Layout = Literal["single", "stages"]
+# Which code keeps the counter's keyed state: the JVM processor (fast, compiled on
+# first use) or the Python one (the decisions' specification itself, several times
+# slower: every state call is a round trip to Spark's state server).
+CounterEngine = Literal["jvm", "python"]
 
 # The enriched document's object of Fusion's own fields (fired_at, versions, ...).
 RESERVED_FIELD = "fusion"
@@ -161,6 +165,7 @@ class PipelineSection(BaseModel):
     lookup: LookupMode = "batched"
     layout: Layout = "single"
     enrich_in: EnrichIn = "counter"
+    counter_engine: CounterEngine = "jvm"
     mget_chunk: int = Field(default=1000, ge=1, le=10_000)
     # One bulk request per micro-batch in the common case: refresh=wait_for then
     # waits for one refresh per batch instead of one per chunk.

@@ -38,10 +38,12 @@ from typing import TYPE_CHECKING
 
 from acks.contract import ACK_SPARK_SCHEMA
 from fusion.core.config import PipelineConfig
+from fusion.core.errors import ConfigError
 from fusion.core.events import DeadLetter, dead_letter_records
-from fusion.counter import clock
+from fusion.counter import clock, processor
 from fusion.counter.decisions import Rules
 from fusion.enricher.task import Wanted, Where, enrich
+from fusion.runtime.checkpoint import CheckpointFiles
 from fusion.runtime.exactly_once import OutRecord
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.retry import RetryPolicy
@@ -233,14 +235,16 @@ def rules_json(rules: Rules) -> str:
 
 
 def counted_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
-    """The acks through the JVM counter's keyed state: one row per event.
+    """The acks through the counter's keyed state (the configured engine): a row per event.
 
     Its columns: ``kind, key, event, reason, raw, topic, partition, offset``."""
     from pyspark.sql import DataFrame
 
+    acks, rules = parsed_acks(spark, config), Rules.of(config)
+    if config.pipeline.counter_engine == "python":
+        return processor.count(acks, rules)
     counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    jdf = counter.count(parsed_acks(spark, config)._jdf, rules_json(Rules.of(config)))
-    return DataFrame(jdf, spark)
+    return DataFrame(counter.count(acks._jdf, rules_json(rules)), spark)
 
 
 def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
@@ -261,6 +265,7 @@ def start_with_clock(
     plan: Callable[[SparkSession, PipelineConfig], DataFrame],
 ) -> StreamingQuery:
     """Start the query of ``plan`` with ``stage`` as its batch function, and the deadline clock."""
+    keep_the_engine(spark, config)
     started: list[StreamingQuery] = []
     if config.has_deadlines:
         # Before the query starts: its first batch already reports deadlines.
@@ -271,3 +276,31 @@ def start_with_clock(
     if stage.clock is not None:
         stage.clock.start()
     return query
+
+
+ENGINE_FILE = "fusion-counter-engine"  # in the counter's checkpoint: which engine wrote its state
+
+
+def keep_the_engine(spark: SparkSession, config: PipelineConfig) -> None:
+    """Stop with one line if the counter's checkpoint holds the other engine's state.
+
+    Both engines keep the same state (name, schema, TTL), but Spark records
+    which operator wrote a checkpoint's state and refuses another on restart
+    (the JVM's ``transformWithState`` is not PySpark's: the query fails with
+    ``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``). Checkpoints
+    from before the Python engine came back were written by the JVM one.
+    """
+    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
+    engine = config.pipeline.counter_engine
+    if files.exists("offsets"):
+        written = (files.read_text(ENGINE_FILE) or "jvm").strip()
+        if written != engine:
+            raise ConfigError(
+                "[pipeline] counter_engine",
+                engine,
+                f"the counter's state in {files.uri} was written by the {written} engine, "
+                f'which Spark does not let another read on; set counter_engine = "{written}" '
+                f"(or fusion run --counter-engine {written}), or delete the pipeline's "
+                "checkpoints to start afresh",
+            )
+    files.write_text(ENGINE_FILE, engine)

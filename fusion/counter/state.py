@@ -7,11 +7,13 @@ TTL ran out are gone from it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
-from fusion.counter.decisions import STATE_COLUMNS, KeyState
+from fusion.counter.decisions import STATE_COLUMNS, KeyState, Rules
 from fusion.runtime.checkpoint import CheckpointFiles, committed_batches
 
 if TYPE_CHECKING:
@@ -49,13 +51,44 @@ def key_state(spark: SparkSession, config: PipelineConfig, key: str) -> tuple[Ke
     return _to_state(row), int(row.ttlExpirationMs or 0)
 
 
-def all_states(spark: SparkSession, config: PipelineConfig) -> Iterator[KeyState]:
-    """Every key's state (streamed to the driver a partition at a time)."""
-    if not has_state(spark, config):
-        return
-    for row in states(spark, config).toLocalIterator():
-        yield _to_state(row)
-
-
 def _to_state(row: object) -> KeyState:
     return KeyState.from_row(tuple(getattr(row, name) for name, _ in STATE_COLUMNS))
+
+
+@dataclass(frozen=True)
+class StateSummary:
+    """What ``fusion status`` tells of the state: keys, pending keys, and what they miss."""
+
+    keys: int = 0
+    pending: int = 0  # neither fired nor reported incomplete
+    pending_by_missing: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, states: Iterable[KeyState], rules: Rules) -> StateSummary:
+        """The summary of ``states``, as :func:`summary` counts it on the executors."""
+        listed = list(states)
+        pending = [s for s in listed if not s.fired and s.expired_at is None]
+        by_missing = Counter(name for s in pending for name in s.missing(rules))
+        return cls(len(listed), len(pending), dict(sorted(by_missing.items())))
+
+
+def summary(spark: SparkSession, config: PipelineConfig) -> StateSummary:
+    """The state's summary, counted by a Spark aggregate: one row reaches the driver.
+
+    However many keys the state holds, the driver's memory stays flat (it used
+    to stream every key's state to the driver)."""
+    from pyspark.sql import functions as F
+
+    if not has_state(spark, config):
+        return StateSummary()
+    sources = sorted(config.source_names)
+    seen = F.from_json(F.col("seen"), "map<string,array<string>>")
+    pending = F.col("fired_at").isNull() & F.col("expired_at").isNull()
+    counts = [F.count(F.lit(1)), F.sum(pending.cast("long"))] + [
+        F.sum((pending & ~F.map_contains_key(seen, name)).cast("long")) for name in sources
+    ]
+    row = states(spark, config).agg(*counts).first()
+    assert row is not None  # an aggregate without grouping has one row
+    keys, pending_keys, *missing = (int(value or 0) for value in row)
+    by_missing = {name: n for name, n in zip(sources, missing, strict=True) if n}
+    return StateSummary(keys, pending_keys, by_missing)

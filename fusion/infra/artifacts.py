@@ -44,9 +44,11 @@ ARTIFACT_SETS: tuple[ArtifactSet, ...] = ("kafka", "elasticsearch", "spark-kafka
 
 def preparing(name: ArtifactSet) -> str:
     """What getting an artifact set means, for progress lines."""
-    return (
-        "compiling Fusion's JVM counter" if name == "fusion-jvm" else f"fetching {name} with Maven"
-    )
+    if name != "fusion-jvm":
+        return f"fetching {name} with Maven"
+    if jvm.find_javac() is None:
+        return "compiling Fusion's JVM classes with the Eclipse compiler (no javac here)"
+    return "compiling Fusion's JVM classes"
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,10 @@ SPARK_KAFKA_CONNECTOR = (
 )
 
 
+# The Eclipse compiler, for a Java runtime without javac (fusion.jvm); it runs on Java 17.
+ECJ = Coordinate("org.eclipse.jdt", "ecj", "3.46.100")
+
+
 class ArtifactCache:
     """The on-disk cache of everything the local runtime and Spark need from Maven."""
 
@@ -137,7 +143,7 @@ class ArtifactCache:
         elif name == "spark-kafka":
             self.spark_kafka_jars()
         else:
-            jvm.fusion_jar(self.home, self.spark_kafka_jars())
+            jvm.fusion_jar(self.home, self.spark_kafka_jars(), self.java_compiler)
 
     def kafka_libs(self) -> Path:
         """Directory of the Kafka broker's jars, fetched on first use."""
@@ -164,6 +170,14 @@ class ArtifactCache:
             with _staging(self.spark_kafka_dir) as staging:
                 _maven_copy(SPARK_KAFKA_CONNECTOR, staging, transitive=False)
         return sorted(self.spark_kafka_dir.glob("*.jar"))
+
+    def java_compiler(self) -> Path:
+        """The Eclipse compiler's jar, fetched on first use (only without a JDK's javac)."""
+        target = self.root / f"ecj-{ECJ.version}"
+        if not target.is_dir():
+            with _staging(target) as staging:
+                _maven_copy([ECJ], staging, transitive=False)
+        return next(target.glob("*.jar"))
 
     def fetch_all(self) -> None:
         for name in ARTIFACT_SETS:

@@ -64,6 +64,6 @@ class CompileError(InfraError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(
-            f"Fusion's JVM counter did not compile against pyspark's jars ({detail}): "
+            f"Fusion's JVM classes did not compile against pyspark's jars ({detail}): "
             "reinstall Fusion with the pyspark version it pins"
         )

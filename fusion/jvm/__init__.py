@@ -8,6 +8,10 @@ classes always match what they run with. The jar is cached under
 ``<runtime home>/artifacts/``, named by a digest of the sources and the
 pyspark version; it reaches the executors on ``spark.jars`` with the Kafka
 connector.
+
+The compiler is the JDK's ``javac`` when there is one; on a Java runtime
+without it, the Eclipse compiler (ECJ, one jar from Maven Central, fetched
+into the same cache as Kafka's), so no command needs a JDK.
 """
 
 from __future__ import annotations
@@ -18,16 +22,13 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from fusion.infra.errors import CompileError, ToolMissingError
+from fusion.infra.errors import CompileError
+from fusion.infra.java import java_home
 
 SOURCES = Path(__file__).parent / "src"
-_HINT = (
-    "Fusion compiles its JVM counter on first use; install a JDK 17 or newer "
-    "(e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME to one"
-)
 
 
 def jar_path(home: Path) -> Path:
@@ -35,10 +36,13 @@ def jar_path(home: Path) -> Path:
     return home / "artifacts" / f"fusion-jvm-{_digest(sorted(SOURCES.rglob('*.java')))}.jar"
 
 
-def fusion_jar(home: Path, classpath: Sequence[Path] = ()) -> Path:
+def fusion_jar(
+    home: Path, classpath: Sequence[Path] = (), ecj: Callable[[], Path] | None = None
+) -> Path:
     """The jar of Fusion's JVM classes, compiled now unless the cache has it.
 
     ``classpath``: jars beyond pyspark's to compile against (the Kafka client).
+    ``ecj``: where to get the Eclipse compiler's jar when there is no ``javac``.
     """
     sources = sorted(SOURCES.rglob("*.java"))
     target = jar_path(home)
@@ -47,7 +51,7 @@ def fusion_jar(home: Path, classpath: Sequence[Path] = ()) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fusion-jvm-") as tmp:
         classes = Path(tmp) / "classes"
-        _javac(sources, classes, classpath)
+        _compile(sources, classes, classpath, ecj)
         jar = Path(tmp) / "fusion-jvm.jar"
         with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as out:
             out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\n\r\n")
@@ -57,34 +61,43 @@ def fusion_jar(home: Path, classpath: Sequence[Path] = ()) -> Path:
     return target
 
 
-def _javac(sources: list[Path], classes: Path, classpath: Sequence[Path]) -> None:
+def _compile(
+    sources: list[Path], classes: Path, classpath: Sequence[Path], ecj: Callable[[], Path] | None
+) -> None:
+    jars = sorted(_pyspark_jars().glob("*.jar")) + list(classpath)
+    javac = find_javac()
+    if javac is not None:
+        compiler = [javac]
+    elif ecj is not None:
+        compiler = [str(java_home() / "bin" / "java"), "-jar", str(ecj())]
+    else:
+        raise CompileError("no javac, and no Eclipse compiler to fall back on")
     command = [
-        _find_javac(),
+        *compiler,
         "--release",
         "17",
         "-nowarn",
         "-encoding",
         "UTF-8",
         "-cp",
-        os.pathsep.join([str(_pyspark_jars() / "*"), *map(str, classpath)]),
+        os.pathsep.join(map(str, jars)),
         "-d",
         str(classes),
         *map(str, sources),
     ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        errors = [line for line in result.stderr.splitlines() if "error:" in line]
-        raise CompileError(errors[0].strip() if errors else f"javac exit {result.returncode}")
+        output = (result.stderr + result.stdout).splitlines()
+        errors = [line for line in output if "error" in line.lower()]
+        raise CompileError(errors[0].strip() if errors else f"exit {result.returncode}")
 
 
-def _find_javac() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "javac").is_file():
-        return str(Path(java_home) / "bin" / "javac")
-    found = shutil.which("javac")
-    if found is None:
-        raise ToolMissingError("javac", _HINT)
-    return found
+def find_javac() -> str | None:
+    """The JDK's compiler (``JAVA_HOME``'s, else the one on PATH), or None on a bare runtime."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").is_file():
+        return str(Path(home) / "bin" / "javac")
+    return shutil.which("javac")
 
 
 def _pyspark_jars() -> Path:

@@ -3,28 +3,30 @@
 The pipeline learns of a searchable document only through its ack. When acks
 are lost (Kafka retention deleted them while the pipeline was down, the ack
 topic was recreated) or a key was forgotten (its state TTL ran out before a
-late update), Elasticsearch still holds the truth. Reconcile reads it:
+late update), Elasticsearch still holds the truth. Reconcile reads it, on the
+executors: the driver plans and adds up counts, as the stages' drivers do.
 
-1. **scan**: a point-in-time + ``search_after`` walk over the first required
-   source's index (ids only), and per page one ``_mget`` (no ``_source``) for
-   every source and the enriched document. A key needs enriching when every
-   required source is there and its enriched document is missing or older than
-   its sources (the enriched version is the sum of the source versions);
-2. **plan**: the keys are written to ``<checkpoint_dir>/reconcile/plan.json``
-   with a fresh run id before anything is enriched (``last-plan.json`` once done);
-3. **enrich**: the plan in chunks through :func:`~fusion.enricher.task.enrich_events`,
-   the enricher's own code path, each chunk one transaction of reconcile's own
-   transactional output (:mod:`fusion.runtime.exactly_once`) with chunk number = batch id. A
-   crashed run resumes its plan: chunks whose transaction committed are
+1. **plan**: a run id and a number of slices, written to
+   ``<checkpoint_dir>/reconcile/plan.json`` before anything is enriched
+   (``last-plan.json`` once done);
+2. **scan**, a Spark task per slice: a sliced point-in-time +
+   ``search_after`` walk over the first required source's index (ids only),
+   and per page one ``_mget`` (no ``_source``) for every source and the
+   enriched document. A key needs enriching when every required source is
+   there and its enriched document is missing or older than its sources (the
+   enriched version is the sum of the source versions);
+3. **enrich**, in the same task: those keys through
+   :func:`~fusion.enricher.task.enrich_events`, the enricher's own code path;
+   the executor's JVM publishes the slice's enriched records in one
+   transaction with the run's marker (``fusion.output.TransactionalWriter``).
+   A crashed run resumes its plan: slices whose transaction committed are
    skipped before anything is looked up or written, the rest are redone
    (Elasticsearch rewrites the same version), so each key reaches the enriched
    topic once.
 
 Every Elasticsearch call is retried through an outage like the stages' own
 (:mod:`fusion.runtime.retry`). The plan lives in the checkpoint directory, read and
-written through Spark's Hadoop file system (:mod:`fusion.runtime.checkpoint`). The
-Elasticsearch client does the work itself, faster here than a Spark job: the
-scan moves ids only.
+written through Spark's Hadoop file system (:mod:`fusion.runtime.checkpoint`).
 """
 
 from __future__ import annotations
@@ -39,24 +41,28 @@ from typing import TYPE_CHECKING, Any
 
 from elasticsearch import Elasticsearch, NotFoundError
 
-from fusion.core.config import PipelineConfig
+from fusion.core.config import RESERVED_FIELD, PipelineConfig
 from fusion.core.events import ReadyEvent, now_iso
 from fusion.enricher.lookups import mget
-from fusion.enricher.task import collected, enrich_events
-from fusion.runtime import clients
+from fusion.enricher.task import enrich_events
 from fusion.runtime.checkpoint import CheckpointFiles
-from fusion.runtime.exactly_once import TransactionalOutput
 from fusion.runtime.faults import crash_point
-from fusion.runtime.figures import Figures
 from fusion.runtime.metrics import Metrics
 from fusion.runtime.retry import RetryPolicy, call_with_retries
+from fusion.runtime.stage import fault_settings, task_counts, writer_spec
+from fusion.runtime.tasks import OUTPUT_SCHEMA, Job, TaskOutput, column, partition_function
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 STAGE = "reconcile"
 PAGE = 1_000
 KEEP_ALIVE = "5m"
+# What the slices count, besides the enricher's own counts.
+SCANNED, COMPLETE, UP_TO_DATE, PLANNED = (
+    f"reconcile.{n}" for n in ("scanned", "complete", "up_to_date", "planned")
+)
 
 
 @dataclass
@@ -64,11 +70,12 @@ class Report:
     scanned: int = 0  # keys in the scanned index
     complete: int = 0  # with every required source
     up_to_date: int = 0  # complete and already enriched from their current versions
-    planned: int = 0
+    planned: int = 0  # complete and not enriched from their current versions
     enriched: int = 0
     dead_letters: int = 0
     resumed: bool = False
-    chunks_skipped: int = 0  # committed by the crashed run this one resumed
+    slices: int = 0
+    slices_skipped: int = 0  # committed by the crashed run this one resumed
     es_retries: int = 0  # Elasticsearch calls retried (an outage, a 429)
 
 
@@ -87,73 +94,160 @@ def needs_enrichment(
 def reconcile(
     spark: SparkSession, config: PipelineConfig, progress: Progress | None = None
 ) -> Report:
+    """Plan (or resume) a run, scan and enrich its slices on the executors; the counts."""
     report = Report()
     files = CheckpointFiles(spark, config.checkpoint(STAGE))
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-    es = clients.elasticsearch(config.elasticsearch)
     plan = _load_plan(files)
     if plan is None:
-        keys = list(_scan(es, config, retry, report, progress))
-        if not keys:
-            return report
-        plan = {"run": uuid.uuid4().hex, "started_at": now_iso(), "keys": keys}
+        slices = max(1, spark.sparkContext.defaultParallelism)
+        plan = {"run": uuid.uuid4().hex, "started_at": now_iso(), "slices": slices}
         files.write_text("plan.json", json.dumps(plan))
     else:
         report.resumed = True
-    report.planned = len(plan["keys"])
-    _enrich(config, es, retry, plan, report, progress)
+    report.slices = plan["slices"]
+    job = Job(config, STAGE, STAGE, query=plan["run"], batch_id=0)
+    spec = writer_spec(config, job, fault_settings(spark))
+    done = _committed(spark, spec, plan)
+    report.slices_skipped = len(done)
+    todo = [n for n in range(plan["slices"]) if n not in done]
+    if todo:
+        _add(report, _run_slices(spark, job, spec, plan, todo))
+    if progress:
+        progress(report)
     # Kept for the record; only plan.json makes the next run resume.
     files.rename("plan.json", "last-plan.json")
     return report
 
 
-def _scan(
+def _slice_task(n: int) -> str:
+    return f"slice-{n}"
+
+
+def _committed(spark: SparkSession, spec: str, plan: Mapping[str, Any]) -> set[int]:
+    """The slices whose transaction (with this run's marker) committed.
+
+    Read through the JVM's Kafka client: librdkafka at times returns a
+    marker's metadata with stray bytes after it."""
+    writer = spark._jvm.fusion.output.TransactionalWriter  # type: ignore[union-attr]
+    return {
+        n
+        for n in range(plan["slices"])
+        if writer.committedQuery(spec, _slice_task(n)) == plan["run"]
+    }
+
+
+def _run_slices(
+    spark: SparkSession, job: Job, spec: str, plan: Mapping[str, Any], todo: list[int]
+) -> dict[str, int]:
+    """A Spark task per slice (one slice per partition); the tasks' counts added up."""
+    rows = [(n, plan["slices"], plan["started_at"]) for n in todo]
+    slices = spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, len(rows)), "slice INT, slices INT, started_at STRING"
+    )
+    output = slices.mapInArrow(partition_function(job, scan_and_enrich), OUTPUT_SCHEMA)
+    writer = spark._jvm.fusion.output.TransactionalWriter  # type: ignore[union-attr]
+    counts: dict[str, int] = {}
+    for row in task_counts(writer.publish(output._jdf, spec)):
+        counts[row.name] = counts.get(row.name, 0) + row.value
+    return counts
+
+
+def _add(report: Report, counts: Mapping[str, int]) -> None:
+    report.scanned += counts.get(SCANNED, 0)
+    report.complete += counts.get(COMPLETE, 0)
+    report.up_to_date += counts.get(UP_TO_DATE, 0)
+    report.planned += counts.get(PLANNED, 0)
+    report.enriched += counts.get("enricher.enriched", 0)
+    report.dead_letters += counts.get("enricher.dlq", 0)
+    report.es_retries += counts.get("es.retries", 0)
+
+
+def scan_and_enrich(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
+    """Task function: scan one slice, enrich what needs it, a page at a time."""
+    config = job.config
+    es = job.elasticsearch()
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    for n, slices, started_at in zip(
+        *(column(rows, name) for name in ("slice", "slices", "started_at")), strict=True
+    ):
+        task = _slice_task(n)
+        retries = Metrics()
+        for ids in _pages(es, config, (n, slices), retry):
+            keys, counts = _to_enrich(es, config, ids, (retry, retries), started_at)
+            events = [
+                (_ready(config, key, started_at), (STAGE, n, i)) for i, key in enumerate(keys)
+            ]
+            yield TaskOutput(task, (), counts)
+            for part in enrich_events(config, es, events, retry):
+                yield TaskOutput(task, part.records, part.counts)
+        yield TaskOutput(task, (), {"es.retries": retries.get("es.retries")})
+
+
+def _to_enrich(
     es: Elasticsearch,
     config: PipelineConfig,
-    retry: RetryPolicy,
-    report: Report,
-    progress: Progress | None,
-) -> Iterator[str]:
-    retries = Metrics()
-    first = config.source(config.required_sources[0])
+    ids: list[str],
+    retrying: tuple[RetryPolicy, Metrics],
+    run_started_at: str,
+) -> tuple[list[str], dict[str, int]]:
+    """The keys of a page that need enriching, and what the page counted.
+
+    An enriched document this run wrote (its ``fired_at`` is the run's start)
+    counts as missing: a crash may have stopped its slice before the slice's
+    records were published, and a resumed run redoes such a slice whole.
+    """
     # Every source, then the enriched document ("" names it) of each key.
     targets = [(config.index_of(s), s.name) for s in config.sources]
     targets.append((config.enriched_index, ""))
-    for ids in _pages(es, config.index_of(first), config.key_field, retry):
-        docs = [
-            {"_index": index, "_id": key, "_source": False} for key in ids for index, _ in targets
-        ]
-        crash_point("reconcile.scan")
-        hits = call_with_retries(partial(mget, es, docs), "reconcile _mget", retry, retries)
-        report.es_retries = retries.get("es.retries")
-        for i, key in enumerate(ids):
-            row = hits[i * len(targets) : (i + 1) * len(targets)]
-            versions = {
-                name: hit["_version"]
-                for (_, name), hit in zip(targets, row, strict=True)
-                if hit.get("found")
-            }
-            enriched = versions.pop("", None)
-            report.scanned += 1
-            complete = all(n in versions for n in config.required_sources)
-            report.complete += complete
-            if needs_enrichment(config.required_sources, versions, enriched):
-                yield key
-            elif complete:
-                report.up_to_date += 1
-        if progress:
-            progress(report)
+    docs = [
+        {"_index": index, "_id": key, "_source": ["fusion.fired_at"] if not name else False}
+        for key in ids
+        for index, name in targets
+    ]
+    crash_point("reconcile.scan")
+    hits = call_with_retries(partial(mget, es, docs), "reconcile _mget", *retrying)
+    keys: list[str] = []
+    counts = dict.fromkeys((SCANNED, COMPLETE, UP_TO_DATE, PLANNED), 0)
+    for i, key in enumerate(ids):
+        row = hits[i * len(targets) : (i + 1) * len(targets)]
+        versions = {
+            name: hit["_version"]
+            for (_, name), hit in zip(targets, row, strict=True)
+            if hit.get("found")
+        }
+        enriched = versions.pop("", None)
+        if _fired_at(row[-1]) == run_started_at:
+            enriched = None  # written by this run, maybe never published
+        complete = all(n in versions for n in config.required_sources)
+        counts[SCANNED] += 1
+        counts[COMPLETE] += complete
+        if needs_enrichment(config.required_sources, versions, enriched):
+            keys.append(key)
+            counts[PLANNED] += 1
+        elif complete:
+            counts[UP_TO_DATE] += 1
+    return keys, counts
+
+
+def _fired_at(hit: Mapping[str, Any]) -> str | None:
+    fired_at = hit.get("_source", {}).get(RESERVED_FIELD, {}).get("fired_at")
+    return str(fired_at) if fired_at is not None else None
 
 
 def _pages(
-    es: Elasticsearch, index: str, key_field: str, retry: RetryPolicy
+    es: Elasticsearch, config: PipelineConfig, part: tuple[int, int], retry: RetryPolicy
 ) -> Iterator[list[str]]:
-    """The ids of every document of ``index``, a page at a time, in key order.
+    """The ids of one slice of the first required source's index, a page at a time, in key order.
 
     Pages come from a point in time, sorted on the join key (a keyword with
     doc values), so that when the point in time is lost (Elasticsearch
     restarted during the scan) a new one continues after the last key seen.
+    ``part``: (slice, slices), Elasticsearch's sliced search.
     """
+    index = config.index_of(config.source(config.required_sources[0]))
+    n, slices = part
+    # Elasticsearch refuses a slice of max 1: one slice is the whole index.
+    sliced = {"id": n, "max": slices} if slices > 1 else None
     after: list[Any] | None = None
     while True:
         opened = partial(es.open_point_in_time, index=index, keep_alive=KEEP_ALIVE)
@@ -164,10 +258,11 @@ def _pages(
                     es.search,
                     pit={"id": pit, "keep_alive": KEEP_ALIVE},
                     size=PAGE,
-                    sort=[{key_field: "asc"}],
+                    sort=[{config.key_field: "asc"}],
                     source=False,
                     search_after=after,
                     track_total_hits=False,
+                    slice=sliced,
                 )
                 response = call_with_retries(search, "reconcile search", retry)
                 pit = response.get("pit_id", pit)
@@ -183,41 +278,6 @@ def _pages(
                 es.options(ignore_status=404).close_point_in_time(id=pit)
 
 
-def _enrich(
-    config: PipelineConfig,
-    es: Elasticsearch,
-    retry: RetryPolicy,
-    plan: dict[str, Any],
-    report: Report,
-    progress: Progress | None,
-) -> None:
-    output = TransactionalOutput(
-        config.kafka,
-        f"fusion-{config.name}-{STAGE}",
-        config.markers_topic,
-        config.pipeline.retry_budget_seconds,
-        STAGE,
-    )
-    keys: list[str] = plan["keys"]
-    size = max(1, config.pipeline.mget_chunk // len(config.sources))
-    for batch_id, start in enumerate(range(0, len(keys), size)):
-        if output.committed(plan["run"], batch_id) is not None:
-            report.chunks_skipped += 1
-            continue  # written and published by the run this one resumes
-        events = [
-            (_ready(config, key, plan["started_at"]), (STAGE, 0, start + i))
-            for i, key in enumerate(keys[start : start + size])
-        ]
-        result = collected(enrich_events(config, es, events, retry))
-        output.publish(plan["run"], batch_id, result.records, result.counts)
-        figures = Figures(result.counts)
-        report.enriched += figures.enriched
-        report.dead_letters += figures.enricher_dead_letters
-        if progress:
-            progress(report)
-    output.close()
-
-
 def _ready(config: PipelineConfig, key: str, at: str) -> bytes:
     sources = list(config.source_names)
     return ReadyEvent(key=key, sources=sources, first_ack_at=at, fired_at=at).to_bytes()
@@ -225,4 +285,7 @@ def _ready(config: PipelineConfig, key: str, at: str) -> bytes:
 
 def _load_plan(files: CheckpointFiles) -> dict[str, Any] | None:
     text = files.read_text("plan.json")
-    return json.loads(text) if text is not None else None
+    if text is None:
+        return None
+    plan: dict[str, Any] = json.loads(text)
+    return plan if "slices" in plan else None  # a plan of the driver-side reconcile: redo it

@@ -7,7 +7,8 @@ Three inputs:
   Kafka, so it does not matter which process (or machine) runs a component;
 - consumer lag: the input offsets committed with that marker (the component's
   consumer group, ``fusion-<pipeline>-<query>``) against the topics' end offsets;
-- the counter's state (:mod:`fusion.counter.state`): pending keys by missing source.
+- the counter's state (:mod:`fusion.counter.state`): pending keys by missing
+  source, counted by a Spark aggregate on the executors.
 
 :func:`build` assembles them (pure); :func:`gather` reads them.
 """
@@ -20,8 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fusion.core.config import PipelineConfig
-from fusion.counter.decisions import KeyState, Rules
-from fusion.counter.state import all_states
+from fusion.counter.state import StateSummary, summary
 from fusion.runtime.figures import Figures
 from fusion.runtime.lag import lag_of, source_lag, stage_markers
 from fusion.runtime.metrics import histogram_percentiles
@@ -35,7 +35,7 @@ class Inputs:
     metrics: Mapping[str, Any]  # shaped like a Metrics.snapshot()
     lag: Mapping[str, int | None]  # stage -> records behind, None if it never committed
     source_lag: Mapping[str, int | None]  # source -> records its indexer has still to read
-    states: list[KeyState]  # empty when the counter's state was not read
+    state: StateSummary  # empty when the counter's state was not read
 
 
 def gather(
@@ -48,16 +48,13 @@ def gather(
         for marker, _ in markers.values():
             counts.update(marker.counts if marker is not None else {})
         metrics = {"counters": dict(counts), "latency_seconds": histogram_percentiles(counts)}
-    states = list(all_states(spark, config)) if spark is not None else []
-    return Inputs(metrics, lag_of(config, markers), source_lag(config, markers), states)
+    state = summary(spark, config) if spark is not None else StateSummary()
+    return Inputs(metrics, lag_of(config, markers), source_lag(config, markers), state)
 
 
 def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
     figures = Figures(inputs.metrics.get("counters", {}))
     latency = inputs.metrics.get("latency_seconds", {})
-    rules = Rules.of(config)
-    pending = [s for s in inputs.states if not s.fired and s.expired_at is None]
-    by_missing = Counter(name for s in pending for name in s.missing(rules))
     return {
         "pipeline": config.name,
         "sources": {
@@ -72,9 +69,9 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             for s in config.source_names
         },
         "counter": {
-            "keys_in_state": len(inputs.states),
-            "pending_keys": len(pending),
-            "pending_by_missing_source": dict(sorted(by_missing.items())),
+            "keys_in_state": inputs.state.keys,
+            "pending_keys": inputs.state.pending,
+            "pending_by_missing_source": dict(inputs.state.pending_by_missing),
             "fired": figures.fired,
             "incomplete": figures.incomplete,
             "updated": figures.updated,

@@ -159,8 +159,9 @@ def elasticsearch_version(es: Elasticsearch) -> str:
 def spark_jars(settings: Settings) -> list[Path]:
     """What ``spark.jars`` needs: the Kafka connector and Fusion's JVM classes."""
     home = settings.runtime.home
-    kafka = ArtifactCache(home).spark_kafka_jars()
-    return [*kafka, jvm.fusion_jar(home, kafka)]
+    cache = ArtifactCache(home)
+    kafka = cache.spark_kafka_jars()
+    return [*kafka, jvm.fusion_jar(home, kafka, cache.java_compiler)]
 
 
 def spark_session(

@@ -77,21 +77,23 @@ class BadRun:
 
 
 # Both layouts read the same source records; only the layout of one query per stage
-# reads acks and ready events from topics, where bad ones can be produced.
-@pytest.fixture(scope="module", params=["single", "stages"])
+# reads acks and ready events from topics, where bad ones can be produced. The stages
+# run twice, once per counter engine: its bad acks reach the counter.
+@pytest.fixture(scope="module", params=["single", "stages", "stages-python"])
 def bad_run(
     request: pytest.FixtureRequest,
     spark: Any,
     settings: Settings,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[BadRun]:
-    layout = request.param
+    layout, _, engine = request.param.partition("-")
     staged = {"layout": "stages", "enrich_in": "enricher"} if layout == "stages" else {}
     config = make_config(
         settings,
         tmp_path_factory.mktemp("bad"),
         ["billing", "insurance"],
         max_record_bytes=MAX_BYTES,
+        counter_engine=engine or "jvm",
         **staged,
     )
     data = config.model_dump(mode="python")

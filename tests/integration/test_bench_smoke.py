@@ -53,13 +53,17 @@ def test_request_counts_are_what_the_node_served(settings: Settings, tmp_path: P
         assert mode["keys"] == KEYS and mode["latency_count"] == KEYS
         # Latency runs from a key's last record sent to its enriched document: never negative.
         assert 0 < mode["latency_min"] <= mode["latency_p50"] <= mode["latency_p99"]
-    counter = report["counter_only"]
-    # Two waves of acks (a warm-up, then the measured one): every ack counted, every key fired.
-    assert counter["acks"] + counter["cold_first_batch"]["acks"] == 2 * KEYS * SOURCES
-    assert counter["acks"] > 0 and counter["fired"] == KEYS
+    for name, engine in (("counter_only", "jvm"), ("counter_only_python", "python")):
+        counter = report[name]
+        # Two waves of acks (a warm-up, then the measured one): every ack counted, every key
+        # fired, on each engine.
+        assert counter["engine"] == engine
+        assert counter["acks"] + counter["cold_first_batch"]["acks"] == 2 * KEYS * SOURCES
+        assert counter["acks"] > 0 and counter["fired"] == KEYS
 
     paths = report_files.write_report(report, tmp_path)
 
     assert json.loads(paths[0].read_text())["keys"] == KEYS
     assert f"| naive | {KEYS * SOURCES * (SOURCES - 1)} |" in paths[1].read_text()
+    assert "counter alone, Python engine:" in paths[1].read_text()
     assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

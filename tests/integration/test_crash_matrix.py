@@ -83,7 +83,14 @@ STAGES_RUNS: Runs = [
         "finished",
     ),
 ]
-LAYOUTS = {"single": ({}, SINGLE_RUNS), "stages": ({"enrich_in": "enricher"}, STAGES_RUNS)}
+# The Python counter engine, in the default layout: the kills around the batch's commits
+# (a replay recomputes the events from the engine's state) and every task point.
+PYTHON_RUNS: Runs = [SINGLE_RUNS[0], SINGLE_RUNS[1], SINGLE_RUNS[3]]
+LAYOUTS = {
+    "single": ({}, SINGLE_RUNS),
+    "stages": ({"enrich_in": "enricher"}, STAGES_RUNS),
+    "single-python": ({"counter_engine": "python"}, PYTHON_RUNS),
+}
 RUN_TIMEOUT = 240.0
 
 
@@ -174,7 +181,7 @@ def test_kill_at_every_point_loses_nothing_and_fires_nothing_twice(
         tmp_path / "pipeline.toml",
         SOURCES,
         trigger_interval="200 milliseconds",
-        layout=layout,
+        layout=layout.partition("-")[0],
         **options,
     )
     config = PipelineConfig.load(config_file, env={})

@@ -53,9 +53,13 @@ class Story:
     status: dict[str, Any]
 
 
-@pytest.fixture(scope="module")
+# The story runs on each counter engine: deadlines, late sources and updates are its.
+@pytest.fixture(scope="module", params=["jvm", "python"])
 def story(
-    spark: Any, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    spark: Any,
+    settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Story]:
     from fusion.bench.generator import produce
 
@@ -66,6 +70,7 @@ def story(
         timeout="5s",
         on_timeout="partial",
         state_ttl="10m",
+        counter_engine=request.param,
     )
     data = config.model_dump(mode="python")
     data["sources"][2]["required"] = False

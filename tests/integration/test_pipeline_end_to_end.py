@@ -52,10 +52,13 @@ def _assert_joined(settings: Settings, config: PipelineConfig, expected: dict[st
     assert on_topic == Counter(set(expected)), "the enriched topic has each key exactly once"
 
 
+@pytest.mark.parametrize("engine", ["jvm", "python"])
 def test_four_sources_batched_with_duplicates_missing_parts_and_bad_records(
-    spark: Any, settings: Settings, tmp_path: Path, pipelines: list[PipelineConfig]
+    spark: Any, settings: Settings, tmp_path: Path, pipelines: list[PipelineConfig], engine: str
 ) -> None:
-    config = make_config(settings, tmp_path, ["billing", "insurance", "medicine", "treatment"])
+    config = make_config(
+        settings, tmp_path, ["billing", "insurance", "medicine", "treatment"], counter_engine=engine
+    )
     pipelines.append(config)
     data = build_dataset(
         config, GenOptions(keys=150, seed=11, duplicate_rate=0.2, missing_rate=0.15)

@@ -2,8 +2,8 @@
 
 One module-wide story: 10 keys enriched by the pipeline, 8 indexed whose acks
 are then lost, 3 with only one source. Each test reconciles it its own way:
-in this process; as `fusion reconcile` killed after its first chunk and run
-again; and through an Elasticsearch outage in the middle of its scan.
+in this process; as `fusion reconcile` killed after its first slice committed
+and run again; and through an Elasticsearch outage in the middle of its scan.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.ops.reconcile import reconcile
 from fusion.runtime import clients, faults, topology
-from fusion.runtime.checkpoint import CheckpointFiles
 from tests.integration.conftest import ServerControl
 from tests.integration.pipelines import (
     drop,
@@ -52,10 +51,10 @@ class Lost:
 
 @pytest.fixture
 def lost(spark: Any, settings: Settings, tmp_path: Path) -> Iterator[Lost]:
-    """The story up to the lost acks; ``mget_chunk = 4``: reconcile enriches 2 keys a chunk."""
+    """The story up to the lost acks."""
     # The indexers run alone while the acks are lost: one query per stage.
     config_file = write_config_file(
-        settings, tmp_path / "p.toml", ["billing", "insurance"], mget_chunk=4, layout="stages"
+        settings, tmp_path / "p.toml", ["billing", "insurance"], layout="stages"
     )
     config = PipelineConfig.load(config_file, env={})
 
@@ -109,30 +108,32 @@ def test_reconcile_enriches_exactly_the_keys_whose_acks_were_lost(
     assert (again.planned, again.enriched) == (0, 0)
 
 
-def test_a_resumed_reconcile_writes_no_chunk_twice(
+def test_a_resumed_reconcile_writes_no_slice_twice(
     spark: Any, settings: Settings, lost: Lost, tmp_path: Path
 ) -> None:
     config = lost.config
+    # The executor's JVM halts right after a slice's transaction committed: kill -9.
     crashed = _reconcile_process(
         lost,
         settings,
-        FUSION_CRASH_AT="reconcile.after_commit",
+        FUSION_CRASH_AT="reconcile.after_commit:jvm",
         FUSION_FAULT_DIR=str(tmp_path),
     )
     crashed.communicate(timeout=240)
-    assert faults.hit(tmp_path, "reconcile.after_commit"), "killed after its first chunk"
-    files = CheckpointFiles(spark, config.checkpoint("reconcile"))
-    plan = json.loads(files.read_text("plan.json") or "{}")
-    first_chunk = plan["keys"][:2]
+    assert crashed.returncode != 0
+    assert faults.hit(tmp_path, "reconcile.after_commit"), "killed after its first slice"
+    # What the committed slice published: its keys, each with its enriched document.
+    first = {key or "" for key, _ in read_topic(settings, config.enriched_topic)} - set(JOINED)
     es = clients.elasticsearch(config.elasticsearch)
-    before = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first_chunk}
+    before = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first}
 
     resumed = _report(_reconcile_process(lost, settings))
 
-    assert resumed["resumed"] and resumed["chunks_skipped"] == 1
-    assert (resumed["planned"], resumed["enriched"]) == (8, 6)
-    after = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first_chunk}
-    assert after == before, "the committed chunk's documents were not written again"
+    assert resumed["resumed"] and resumed["slices_skipped"] >= 1
+    assert resumed["slices_skipped"] < resumed["slices"] or not set(LOST) - first
+    assert resumed["enriched"] == len(set(LOST) - first)
+    after = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first}
+    assert after == before, "the committed slice's documents were not written again"
     _enriched_once(settings, config)
 
 

@@ -186,3 +186,15 @@ def test_output_topics_take_n_plus_one_records_of_the_largest_size() -> None:
     assert config.topic_message_bytes > config.message_limit
     assert config.enriched_topic in config.output_topics()
     assert config.markers_topic not in config.output_topics()
+
+
+def test_the_counter_engine_is_jvm_or_python(tmp_path: Path) -> None:
+    assert _load(tmp_path, MINIMAL).pipeline.counter_engine == "jvm"
+    python = MINIMAL.replace(
+        'key_field = "visit_id"', 'key_field = "visit_id"\ncounter_engine = "python"'
+    )
+    assert _load(tmp_path, python).pipeline.counter_engine == "python"
+    with pytest.raises(
+        ConfigError, match=r"pipeline\.counter_engine: Input should be 'jvm' or 'python'"
+    ):
+        _load(tmp_path, python.replace('"python"', '"rust"'))

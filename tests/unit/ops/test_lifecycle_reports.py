@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from fusion.core.config import PipelineConfig
-from fusion.counter.decisions import KeyState, Seen
+from fusion.counter.decisions import KeyState, Rules, Seen
+from fusion.counter.state import StateSummary
 from fusion.enricher.document import FoundDoc
 from fusion.ops import explain, status
 from fusion.ops.reconcile import needs_enrichment
@@ -64,7 +65,9 @@ def test_status_counts_pending_keys_by_missing_source() -> None:
     ]
     metrics = {"counters": {"indexer.billing.indexed": 4, "counter.fired": 1}, "alerts": {}}
 
-    report = status.build(CONFIG, status.Inputs(metrics, {"counter": 0}, {"billing": None}, states))
+    summary = StateSummary.of(states, Rules.of(CONFIG))
+    inputs = status.Inputs(metrics, {"counter": 0}, {"billing": None}, summary)
+    report = status.build(CONFIG, inputs)
 
     assert report["counter"]["pending_keys"] == 3
     assert report["counter"]["pending_by_missing_source"] == {

@@ -1,4 +1,8 @@
-"""Building the JVM counter's jar: cached by source digest, one-line errors when it cannot be."""
+"""Building Fusion's JVM jar: cached by source digest, one-line errors when it cannot be.
+
+Building it with the Eclipse compiler on a Java runtime without javac is
+``tests/integration/test_without_a_jdk.py`` (it fetches the compiler).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,17 @@ from pathlib import Path
 import pytest
 
 from fusion import jvm
-from fusion.infra.errors import ToolMissingError
+from fusion.infra.errors import CompileError
 
 
-def test_without_javac_the_error_says_to_install_a_jdk(
+def test_without_javac_and_no_fallback_compiler_the_error_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
+    assert jvm.find_javac() is None
 
-    with pytest.raises(ToolMissingError, match=r"javac not found on PATH: .*install a JDK 17"):
+    with pytest.raises(CompileError, match=r"no javac, and no Eclipse compiler to fall back on"):
         jvm.fusion_jar(tmp_path / "home")
 
 

@@ -46,10 +46,16 @@ public final class CounterQuery {
    */
   public static Dataset<Row> single(
       Dataset<Row> indexed, String specJson, String rulesJson) {
-    Dataset<Row> acks =
-        indexed
-            .selectExpr(IndexPublisher.INPUT_COLUMNS.split(","))
-            .mapPartitions(new IndexPublisher(specJson), Encoders.row(IndexPublisher.OUTPUT));
-    return count(acks, rulesJson);
+    return count(published(indexed, specJson), rulesJson);
+  }
+
+  /**
+   * The single query's acks, published by the indexer's writer and handed on ({@link
+   * IndexPublisher}), for either counter engine.
+   */
+  public static Dataset<Row> published(Dataset<Row> indexed, String specJson) {
+    return indexed
+        .selectExpr(IndexPublisher.INPUT_COLUMNS.split(","))
+        .mapPartitions(new IndexPublisher(specJson), Encoders.row(IndexPublisher.OUTPUT));
   }
 }

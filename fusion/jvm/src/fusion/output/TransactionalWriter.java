@@ -188,6 +188,17 @@ public final class TransactionalWriter
     return host + ":" + System.getProperty("user.dir");
   }
 
+  /**
+   * The query of the last batch that {@code <prefix>@<task>} committed, or null if it never did:
+   * for a driver to skip the tasks of a resumed run that are done (``fusion reconcile``).
+   */
+  public static String committedQuery(String specJson, String task) {
+    Spec spec = Spec.parse(specJson);
+    String id = spec.transactionalPrefix + "@" + task;
+    Writer.Marker marker = Writer.readMarker(spec.kafka, spec.markersTopic, id, spec.budgetMs);
+    return marker == null ? null : marker.query();
+  }
+
   /** Forget this JVM's producers (for tests that restart Kafka between cases). */
   public static void closeAll() {
     WRITERS.values().forEach(Writer::close);

@@ -181,7 +181,7 @@ final class Writer {
     KafkaProducer<byte[], byte[]> created = new KafkaProducer<>(props);
     try {
       created.initTransactions();
-      marker = readMarker();
+      marker = readMarker(kafka, markersTopic, id, budgetMs);
     } catch (RuntimeException e) {
       created.close(Duration.ZERO);
       throw e;
@@ -193,8 +193,13 @@ final class Writer {
     }
   }
 
-  /** The committed marker of this id (read after init: no transaction of ours is pending). */
-  private Marker readMarker() {
+  /**
+   * The committed marker of {@code id} (read after init: no transaction of ours is pending). Also
+   * for a driver that plans which tasks still have work: librdkafka returns a marker's metadata
+   * with stray bytes after it at times, so Python reads the JVM's markers through here.
+   */
+  static Marker readMarker(
+      Map<String, String> kafka, String markersTopic, String id, long budgetMs) {
     Properties props = new Properties();
     props.putAll(kafka);
     props.put("group.id", id);
