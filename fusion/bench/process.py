@@ -19,11 +19,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from fusion.bench.errors import PipelineProcessError
+from fusion.bench.proctree import watch_peaks
 from fusion.core.config import PipelineConfig
 from fusion.core.config_file import write_config
 
@@ -138,3 +140,36 @@ def started_on_fresh_topics(config: PipelineConfig, prefix: str) -> Iterator[Pip
             yield run
     finally:
         topology.delete_all(config)
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A `fusion` command's JSON report, its wall time, and its processes' peak memory (MB)."""
+
+    report: dict[str, Any]
+    seconds: float
+    peaks: dict[str, int]
+
+
+def timed_command(
+    config: PipelineConfig, workdir: Path, *args: str, timeout: float = 3600
+) -> Timed:
+    """``fusion <args> --json`` on ``config``, as an operator runs it: in its own process."""
+    config_file = workdir / f"{args[0]}.toml"
+    err = workdir / f"{args[0]}.err"
+    write_config(config, config_file)
+    command = [sys.executable, "-m", "fusion", *args, "--json", "--config", str(config_file)]
+    try:
+        with err.open("wb") as stderr:
+            started = time.monotonic()
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)
+            with watch_peaks(process.pid) as watch:
+                out, _ = process.communicate(timeout=timeout)
+                watch.sample()
+            seconds = time.monotonic() - started
+    finally:
+        config_file.unlink(missing_ok=True)  # it holds the connection secrets
+    if process.returncode != 0:
+        raise PipelineProcessError(f"`fusion {args[0]}` exited with {process.returncode}", err)
+    text = out.decode()
+    return Timed(json.loads(text[text.index("{") :]), seconds, dict(watch.peaks))

@@ -10,10 +10,7 @@ must come out enriched.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,9 +21,8 @@ from fusion import pipeline
 from fusion.bench.burst import BenchOptions, bench_config
 from fusion.bench.errors import PipelineProcessError
 from fusion.bench.generator import GenOptions, build_dataset
-from fusion.bench.proctree import watch_peaks
+from fusion.bench.process import timed_command
 from fusion.bench.report import git_commit, machine, write_text_files
-from fusion.core.config_file import write_config
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.runtime import clients, topology
@@ -56,43 +52,24 @@ def run_reconcile(settings: Settings, keys: int = 100_000, on_step: Any = None) 
         es.indices.refresh(index=list(by_topic.values()))
         if on_step is not None:
             on_step(f"fusion reconcile over {keys:,} keys")
-        config_file = workdir / "reconcile.toml"
-        write_config(config, config_file)
-        command = [sys.executable, "-m", "fusion", "reconcile", "--json"]
-        err = workdir / "reconcile.err"
-        try:
-            with err.open("wb") as stderr:
-                started = time.monotonic()
-                process = subprocess.Popen(
-                    [*command, "--config", str(config_file)], stdout=subprocess.PIPE, stderr=stderr
-                )
-                with watch_peaks(process.pid) as watch:
-                    out, _ = process.communicate(timeout=3600)
-                    watch.sample()
-                seconds = time.monotonic() - started
-        finally:
-            config_file.unlink(missing_ok=True)  # it holds the connection secrets
-        if process.returncode != 0:
-            raise PipelineProcessError(f"`fusion reconcile` exited with {process.returncode}", err)
-        text = out.decode()
-        report = json.loads(text[text.index("{") :])
-        if report["enriched"] != keys:
-            raise PipelineProcessError(
-                f"reconcile enriched {report['enriched']:,} of {keys:,}", err
-            )
+        timed = timed_command(config, workdir, "reconcile")
+        enriched = timed.report["enriched"]
+        if enriched != keys:
+            err = workdir / "reconcile.err"
+            raise PipelineProcessError(f"reconcile enriched {enriched:,} of {keys:,}", err)
     finally:
         topology.delete_all(config)
     return {
         "kind": "reconcile",
         "keys": keys,
         "sources": SOURCES,
-        "slices": report["slices"],
-        "enriched": report["enriched"],
-        "seconds": round(seconds, 1),
-        "keys_per_second": round(keys / seconds),
-        "driver_python_peak_mb": watch.peaks.get("driver"),
-        "jvm_peak_mb": watch.peaks.get("jvm"),
-        "worker_peak_mb": watch.peaks.get("worker"),
+        "slices": timed.report["slices"],
+        "enriched": enriched,
+        "seconds": round(timed.seconds, 1),
+        "keys_per_second": round(keys / timed.seconds),
+        "driver_python_peak_mb": timed.peaks.get("driver"),
+        "jvm_peak_mb": timed.peaks.get("jvm"),
+        "worker_peak_mb": timed.peaks.get("worker"),
         "date": now_iso(),
         "commit": git_commit(),
         "machine": machine(settings),

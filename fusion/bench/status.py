@@ -12,9 +12,6 @@ whatever the number of keys.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -26,11 +23,9 @@ from acks.contract import Ack
 from fusion import pipeline
 from fusion.bench.burst import BenchOptions, bench_config
 from fusion.bench.errors import PipelineProcessError
-from fusion.bench.process import PipelineProcess
-from fusion.bench.proctree import watch_peaks
+from fusion.bench.process import PipelineProcess, timed_command
 from fusion.bench.report import git_commit, machine, write_text_files
 from fusion.core.config import PipelineConfig
-from fusion.core.config_file import write_config
 from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings
 from fusion.runtime import topology
@@ -94,10 +89,10 @@ def _run(settings: Settings, keys: int) -> StatusRun:
         with PipelineProcess(config, workdir, only="counter", stop_when_idle=5) as run:
             run.finish(timeout=3600)
         count_seconds = time.monotonic() - started
-        report, seconds, peaks = _timed_status(config, workdir)
+        timed = timed_command(config, workdir, "status")
     finally:
         topology.delete_all(config)
-    counter = report["counter"]
+    counter = timed.report["counter"]
     if counter["pending_keys"] != keys:
         raise PipelineProcessError(
             f"`fusion status` reported {counter['pending_keys']:,} pending keys of {keys:,}",
@@ -106,9 +101,9 @@ def _run(settings: Settings, keys: int) -> StatusRun:
     return StatusRun(
         keys_in_state=counter["keys_in_state"],
         pending_keys=counter["pending_keys"],
-        status_seconds=round(seconds, 1),
-        driver_python_peak_mb=peaks.get("driver"),
-        jvm_peak_mb=peaks.get("jvm"),
+        status_seconds=round(timed.seconds, 1),
+        driver_python_peak_mb=timed.peaks.get("driver"),
+        jvm_peak_mb=timed.peaks.get("jvm"),
         count_seconds=round(count_seconds, 1),
     )
 
@@ -125,30 +120,6 @@ def _produce_acks(config: PipelineConfig, source: str, topic: str, keys: int) ->
         )  # fmt: skip
         publisher.send(config.acks_topic, key, ack.to_bytes())
     publisher.flush()
-
-
-def _timed_status(
-    config: PipelineConfig, workdir: Path
-) -> tuple[dict[str, Any], float, dict[str, int]]:
-    config_file = workdir / "status.toml"
-    write_config(config, config_file)
-    command = [sys.executable, "-m", "fusion", "status", "--json", "--config", str(config_file)]
-    err = workdir / "status.err"
-    try:
-        with err.open("wb") as stderr:
-            started = time.monotonic()
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)
-            with watch_peaks(process.pid) as watch:
-                out, _ = process.communicate(timeout=1800)
-                watch.sample()
-            seconds = time.monotonic() - started
-    finally:
-        config_file.unlink(missing_ok=True)  # it holds the connection secrets
-    if process.returncode != 0:
-        raise PipelineProcessError(f"`fusion status` exited with {process.returncode}", err)
-    # The Python driver's own peak: the process itself, not under it.
-    peaks = dict(watch.peaks)
-    return json.loads(out), seconds, peaks
 
 
 def markdown(report: dict[str, Any]) -> str:
