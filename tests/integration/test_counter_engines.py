@@ -53,6 +53,40 @@ INPUT_SCHEMA = (
     "topic STRING, partition INT, offset BIGINT, kind STRING"
 )
 STEPS = 14
+# Acks that make the rarer decisions happen whatever the batches' timing, by step: a U key
+# has b and c, then a (required, no timeout: due at state_ttl) in the next step, which comes
+# soon (SHORT): a timer registered, then deleted. V fires and then changes (updated); L
+# misses b's deadline and gets b after step 5's long pause (late).
+SCRIPT: dict[int, list[tuple[str, str, int, str]]] = {
+    0: [("U-0", "b", 1, "d1"), ("U-0", "c", 1, "d1")]
+    + [("V-0", source, 1, "d1") for source in SOURCES],
+    1: [("U-0", "a", 1, "d1"), ("V-0", "a", 2, "d2")],
+    2: [("U-1", "b", 1, "d1"), ("U-1", "c", 1, "d1")],
+    3: [("U-1", "a", 1, "d1")],
+    4: [("L-0", "a", 1, "d1")],
+    6: [("L-0", "b", 1, "d1")],
+    7: [("U-2", "b", 1, "d1"), ("U-2", "c", 1, "d1")],
+    8: [("U-2", "a", 1, "d1")],
+}
+SHORT = {0, 2, 4, 7}
+
+
+def scripted_acks(step: int, now_ms: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "k": key,
+            "source": source,
+            "acked_at": iso_from_ms(now_ms),
+            "version": version,
+            "digest": digest,
+            "raw": f"raw-{step}-{key}-{source}",
+            "topic": "acks",
+            "partition": 0,
+            "offset": step * 100 + 90 + i,
+            "kind": "ack",
+        }
+        for i, (key, source, version, digest) in enumerate(SCRIPT.get(step, []))
+    ]
 
 
 def random_acks(rng: random.Random, step: int, now_ms: int) -> list[dict[str, Any]]:
@@ -131,11 +165,13 @@ def test_both_engines_emit_the_same_rows_and_keep_the_same_state(
     )
     try:
         for step in range(STEPS):
-            acks = random_acks(rng, step, int(time.time() * 1000))
+            now_ms = int(time.time() * 1000)
+            acks = random_acks(rng, step, now_ms) + scripted_acks(step, now_ms)
             (inbox / f"{step:03}.json").write_text("\n".join(json.dumps(a) for a in acks))
             _wait_for_file(query, step)
             # Processing time passes: timers of this step come due in no-data batches.
             pause = rng.choice([0.2, 0.5, 1.2, 2.5] + [6.0] * (step in (5, 10)))
+            pause = 0.2 if step in SHORT else pause
             pause *= rules.state_ttl_ms is not None  # nothing comes due without deadlines
             until = time.monotonic() + pause
             while time.monotonic() < until:
