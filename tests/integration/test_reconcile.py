@@ -84,7 +84,11 @@ def _reconcile_process(lost: Lost, settings: Settings, **env: str) -> subprocess
 
 
 def _report(process: subprocess.Popen[str], timeout: float = 240) -> dict[str, Any]:
-    out, err = process.communicate(timeout=timeout)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()  # not left running against the next test's servers
+        raise AssertionError(f"fusion reconcile still ran after {timeout:.0f} s") from None
     assert process.returncode == 0, err[-3000:]
     report: dict[str, Any] = json.loads(out[out.index("{") :])
     return report
@@ -108,32 +112,43 @@ def test_reconcile_enriches_exactly_the_keys_whose_acks_were_lost(
     assert (again.planned, again.enriched) == (0, 0)
 
 
+@pytest.mark.parametrize(
+    "point",
+    [
+        "after_commit",  # a slice committed: the resumed run skips it
+        # A slice's transaction is open with its marker inside: the resumed run must not
+        # wait for it to time out, and redoes the slice.
+        "before_commit",
+    ],
+)
 def test_a_resumed_reconcile_writes_no_slice_twice(
-    spark: Any, settings: Settings, lost: Lost, tmp_path: Path
+    spark: Any, settings: Settings, lost: Lost, tmp_path: Path, point: str
 ) -> None:
     config = lost.config
-    # The executor's JVM halts right after a slice's transaction committed: kill -9.
+    # The executor's JVM halts at the point in a slice's transaction: kill -9.
     crashed = _reconcile_process(
         lost,
         settings,
-        FUSION_CRASH_AT="reconcile.after_commit:jvm",
+        FUSION_CRASH_AT=f"reconcile.{point}:jvm",
         FUSION_FAULT_DIR=str(tmp_path),
     )
     crashed.communicate(timeout=240)
     assert crashed.returncode != 0
-    assert faults.hit(tmp_path, "reconcile.after_commit"), "killed after its first slice"
-    # What the committed slice published: its keys, each with its enriched document.
+    assert faults.hit(tmp_path, f"reconcile.{point}"), "killed in its first slice"
+    # What the slices that committed published: their keys, each with its enriched document.
     first = {key or "" for key, _ in read_topic(settings, config.enriched_topic)} - set(JOINED)
     es = clients.elasticsearch(config.elasticsearch)
     before = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first}
 
-    resumed = _report(_reconcile_process(lost, settings))
+    # Well inside the open transaction's timeout (the retry budget).
+    resumed = _report(_reconcile_process(lost, settings), timeout=120)
 
-    assert resumed["resumed"] and resumed["slices_skipped"] >= 1
+    assert resumed["resumed"]
+    assert resumed["slices_skipped"] >= (point == "after_commit")
     assert resumed["slices_skipped"] < resumed["slices"] or not set(LOST) - first
     assert resumed["enriched"] == len(set(LOST) - first)
     after = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first}
-    assert after == before, "the committed slice's documents were not written again"
+    assert after == before, "the committed slices' documents were not written again"
     _enriched_once(settings, config)
 
 

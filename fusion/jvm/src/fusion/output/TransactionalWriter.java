@@ -190,12 +190,14 @@ public final class TransactionalWriter
 
   /**
    * The query of the last batch that {@code <prefix>@<task>} committed, or null if it never did:
-   * for a driver to skip the tasks of a resumed run that are done (``fusion reconcile``).
+   * for a driver to skip the tasks of a resumed run that are done (``fusion reconcile``). (librdkafka
+   * returns a marker's metadata with stray bytes after it at times, so Python asks here.)
    */
   public static String committedQuery(String specJson, String task) {
     Spec spec = Spec.parse(specJson);
     String id = spec.transactionalPrefix + "@" + task;
-    Writer.Marker marker = Writer.readMarker(spec.kafka, spec.markersTopic, id, spec.budgetMs);
+    Writer.Marker marker =
+        Writer.committedMarker(spec.kafka, spec.markersTopic, id, spec.budgetMs);
     return marker == null ? null : marker.query();
   }
 

@@ -9,6 +9,11 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -194,9 +199,8 @@ final class Writer {
   }
 
   /**
-   * The committed marker of {@code id} (read after init: no transaction of ours is pending). Also
-   * for a driver that plans which tasks still have work: librdkafka returns a marker's metadata
-   * with stray bytes after it at times, so Python reads the JVM's markers through here.
+   * The committed marker of {@code id}, read after init: no transaction of ours is pending, and
+   * the stable read waits out one whose commit is still being written.
    */
   static Marker readMarker(
       Map<String, String> kafka, String markersTopic, String id, long budgetMs) {
@@ -212,6 +216,37 @@ final class Writer {
       OffsetAndMetadata found =
           consumer.committed(Set.of(partition), Duration.ofMillis(budgetMs)).get(partition);
       return found == null ? null : parse(found.metadata());
+    }
+  }
+
+  /**
+   * The marker of {@code id}'s last committed transaction, for a driver that plans which tasks
+   * still have work, without waiting on a transaction still open. A consumer's {@code committed()}
+   * always asks for stable offsets: it waits, up to the whole retry budget, for the open
+   * transaction of a task that died to time out. The admin client reads what is committed now;
+   * a task found not done is redone, and its writer (which reads stable, after its init fenced the
+   * dead one) still publishes it once.
+   */
+  static Marker committedMarker(
+      Map<String, String> kafka, String markersTopic, String id, long budgetMs) {
+    Properties props = new Properties();
+    props.putAll(kafka);
+    TopicPartition partition = new TopicPartition(markersTopic, 0);
+    try (Admin admin = Admin.create(props)) {
+      OffsetAndMetadata found =
+          admin
+              .listConsumerGroupOffsets(id, new ListConsumerGroupOffsetsOptions().requireStable(false))
+              .partitionsToOffsetAndMetadata()
+              .get(budgetMs, TimeUnit.MILLISECONDS)
+              .get(partition);
+      return found == null ? null : parse(found.metadata());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted reading the marker of " + id, e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IllegalStateException(
+          "ServiceUnavailableError: Kafka gave no marker of " + id + " (" + e.getMessage() + ")",
+          e);
     }
   }
 
