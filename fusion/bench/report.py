@@ -80,12 +80,19 @@ def markdown(report: dict[str, Any]) -> str:
         if counter:
             lines += [
                 "",
-                f"counter alone, {engine} engine: {counter['acks']:,} acks in "
+                f"counter alone, {engine} engine{_of_runs(counter)}: {counter['acks']:,} acks in "
                 f"{counter['seconds']} s of micro-batch time = {counter['acks_per_second']:,} "
                 f"acks/s ({counter['fired']:,} keys fired); its first batch, in a cold JVM: "
                 f"{_cold(counter)}",
             ]
     return "\n".join(lines) + "\n"
+
+
+def _of_runs(counter: dict[str, Any]) -> str:
+    rates = counter.get("runs") or []
+    if len(rates) < 2:
+        return ""
+    return f" (median of {len(rates)} runs: {', '.join(f'{r:,}' for r in rates)} acks/s)"
 
 
 def _cold(counter: dict[str, Any]) -> str:
