@@ -24,7 +24,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -71,6 +71,9 @@ class BenchOptions:
     rate: float = 0.0
     # Records per micro-batch and query (the pipeline's default when None).
     max_offsets: int | None = None
+    # First a burst of the same size on other keys, unmeasured: the measured burst meets
+    # a running pipeline whose JVM compiled its hot code, as a burst in production does.
+    warm: bool = False
 
 
 @dataclass
@@ -112,20 +115,33 @@ def bench_config(settings: Settings, mode: Mode, options: BenchOptions, tag: str
 
 
 def run_mode(
-    config: PipelineConfig, dataset: Dataset, mode: Mode, rate: float, workdir: Path
+    config: PipelineConfig,
+    dataset: Dataset,
+    mode: Mode,
+    rate: float,
+    workdir: Path,
+    warmup: Dataset | None = None,
 ) -> ModeResult:
-    """Run one mode over ``dataset`` on fresh topics and indexes, in its own process; measure it."""
+    """Run one mode over ``dataset`` on fresh topics and indexes, in its own process; measure it.
+
+    With a ``warmup`` dataset (other keys), that one is sent and enriched first,
+    unmeasured; the counts then cover both, and the per-key ones are over both.
+    """
     topology.delete_all(config)
     pipeline.prepare(config)
     keys = len(dataset.expected)
+    waves = [warmup, dataset] if warmup is not None else [dataset]
     es = clients.elasticsearch(config.elasticsearch)
     only = "naive" if mode == "naive" else None
     with PipelineProcess(config, workdir, only=only) as run:
         run.wait_started()
-        first_send, last_send = produce_timed(config, dataset, rate)
-        while _count(es, config.enriched_index) < keys:
-            run.check()
-            time.sleep(0.5)
+        enriched = 0
+        for wave in waves:
+            first_send, last_send = produce_timed(config, wave, rate)
+            enriched += len(wave.expected)
+            while _count(es, config.enriched_index) < enriched:
+                run.check()
+                time.sleep(0.5)
         # The documents are searchable before their batch commits; its counts come
         # with the commit, so stop only once every query committed all its input.
         selection = naive.selection() if only else pipeline.select(config, None)
@@ -135,7 +151,9 @@ def run_mode(
             time.sleep(0.5)
         summary = run.stop()
     counts: dict[str, int] = summary["counters"]
-    enriched_at = _enriched_times(es, config)
+    enriched_at = {
+        key: at for key, at in _enriched_times(es, config).items() if key in dataset.expected
+    }
     if len(enriched_at) < keys:
         raise RuntimeError(f"{mode}: only {len(enriched_at)} of {keys} keys were enriched")
     wall = max(enriched_at.values()) - first_send
@@ -150,7 +168,7 @@ def run_mode(
         sources=len(config.sources),
         es_requests=requests,
         bulk_requests=figures.bulk_requests,
-        requests_per_key=round(requests / keys, 4),
+        requests_per_key=round(requests / enriched, 4),
         wasted_requests=figures.wasted_lookups,
         docs_fetched=figures.docs_fetched,
         wall_seconds=round(wall, 3),
@@ -229,7 +247,8 @@ def run_bench(
             # Same seed, same records; only the topic names differ per mode (the floor's
             # dataset stays the base's: it maps topics to sources by the base's names).
             records = build_dataset(config, gen)
-            runs[mode].append(run_mode(config, records, mode, options.rate, workdir))
+            warmup = build_dataset(config, replace(gen, key_prefix="W")) if options.warm else None
+            runs[mode].append(run_mode(config, records, mode, options.rate, workdir, warmup))
     counters = {}
     for engine in ENGINES:
         alone = []
@@ -250,6 +269,7 @@ def run_bench(
         "runs": options.runs,
         "rate": options.rate,
         "max_offsets_per_trigger": base.pipeline.max_offsets_per_trigger,
+        "warm": options.warm,
         "spark_master": settings.spark.master,
         "date": now_iso(),
         "commit": git_commit(),

@@ -51,6 +51,11 @@ def machine(settings: Settings) -> dict[str, Any]:
 def markdown(report: dict[str, Any]) -> str:
     n, k = report["sources"], report["keys"]
     pace = f"produced at {report['rate']:,.0f} records/s" if report.get("rate") else "burst"
+    if report.get("warm"):
+        pace += (
+            ", after a first burst of the same size on other keys (unmeasured: the JVM has"
+            " compiled its hot code); the counts cover both bursts"
+        )
     machine = report["machine"]
     lines = [
         f"{k:,} keys x {n} sources ({pace}), floor {report['floor_seconds']:.2f} s "

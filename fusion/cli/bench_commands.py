@@ -37,9 +37,10 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
     clients.check_kafka(settings.kafka)
     clients.check_elasticsearch(settings.elasticsearch)
     options = bench.BenchOptions(
-        keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets
+        keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets, args.warm
     )
-    steps = 2 + args.runs * (1 + len(modes))  # warm-up, floor and modes per run, counter alone
+    # The warm-up; per run the floor, the modes and the counter alone on each engine.
+    steps = 1 + args.runs * (1 + len(modes) + 2)
     with Tracker(err, "benchmark", "steps", steps, rate=False) as tracker:
         report = bench.run_bench(settings, options, on_step=tracker.step)
     return print_bench(report_files.markdown(report), report_files.write_report(report, args.out))

@@ -104,6 +104,11 @@ def add_bench(commands: Commands) -> None:
         help="records per micro-batch and query (the pipeline's, 100,000)",
     )
     bench.add_argument(
+        "--warm",
+        action="store_true",
+        help="measure a burst into a running pipeline: a first burst on other keys, unmeasured",
+    )
+    bench.add_argument(
         "--out", type=Path, default=Path("bench/results"), help="report directory (bench/results)"
     )
     bench.add_argument(

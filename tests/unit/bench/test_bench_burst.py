@@ -18,15 +18,41 @@ def test_every_run_of_a_burst_benchmark_floors_the_same_dataset(monkeypatch: Any
         floored.append(topics)
         return 1.0
 
-    def mode(config: Any, dataset: Any, name: str, rate: float, workdir: Any) -> Any:
+    def mode(config: Any, dataset: Any, name: str, rate: float, workdir: Any, warm: Any) -> Any:
         return burst.ModeResult(name, 3, 2, 0, 0, 0.0, 0, 0, 2.0, 1.5, None, None, None, None, 0)
 
     monkeypatch.setattr(burst, "run_floor", floor)
     monkeypatch.setattr(burst, "run_mode", mode)
-    monkeypatch.setattr(burst, "run_counter_only", lambda *_: {})
+    monkeypatch.setattr(burst, "run_counter_only", lambda *_: {"acks_per_second": 1})
     monkeypatch.setattr(burst, "machine", lambda _: {})
     options = burst.BenchOptions(3, 2, ("batched",), 1, 2)
 
     report = burst.run_bench(Settings(), options)
 
     assert len(floored) == 3 and report["modes"][0]["ratio_to_floor"] == 2.0
+
+
+def test_a_warm_burst_first_sends_as_many_other_keys(monkeypatch: Any) -> None:
+    from fusion.bench import burst
+    from fusion.core.settings import Settings
+
+    waves: list[tuple[Any, Any]] = []
+
+    def mode(config: Any, dataset: Any, name: str, rate: float, workdir: Any, warm: Any) -> Any:
+        waves.append((dataset, warm))
+        return burst.ModeResult(name, 3, 2, 0, 0, 0.0, 0, 0, 2.0, 1.5, None, None, None, None, 0)
+
+    rates = iter([300, 100, 200, 5, 6, 7])
+    monkeypatch.setattr(burst, "run_floor", lambda *_: 1.0)
+    monkeypatch.setattr(burst, "run_mode", mode)
+    monkeypatch.setattr(burst, "run_counter_only", lambda *_: {"acks_per_second": next(rates)})
+    monkeypatch.setattr(burst, "machine", lambda _: {})
+    options = burst.BenchOptions(20, 2, ("batched",), 1, 3, warm=True)
+
+    report = burst.run_bench(Settings(), options)
+
+    for dataset, warm in waves:
+        assert len(warm.records) == len(dataset.records)
+        assert not set(warm.expected) & set(dataset.expected)
+    assert report["warm"] and report["counter_only"]["runs"] == [300, 100, 200]
+    assert report["counter_only"]["acks_per_second"] == 200, "the median run"
