@@ -18,6 +18,7 @@ from fusion import pipeline
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import MetricsSettings, Settings
+from fusion.counter import state as counter_state
 from fusion.runtime import topology
 from fusion.runtime.metrics import Metrics
 from tests.integration.pipelines import drop, make_config, read_topic
@@ -114,6 +115,12 @@ def test_a_scrape_during_a_real_run_shows_the_runs_counts(
     assert samples[("fusion_enrichment_latency_seconds_count", ())] == len(data.expected)
     assert samples[("fusion_enrichment_latency_seconds_sum", ())] > 0
     assert samples[("fusion_server_up", (("server", "kafka"),))] == 1
+    # `fusion status` counts the same pending keys in the counter's state, by what they miss.
+    state = counter_state.summary(spark, config)
+    keys = len(data.expected) + len(data.missing)
+    assert (state.keys, state.pending) == (keys, len(data.missing))
+    missing = Counter(name for names in data.missing.values() for name in names)
+    assert state.pending_by_missing == dict(missing) and missing
     with pytest.raises(urllib.error.URLError):
         _scrape(url)  # the endpoint ends with the run
 
