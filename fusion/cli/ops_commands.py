@@ -81,5 +81,7 @@ def submit_args_command(args: argparse.Namespace, settings: Settings) -> int:
     # Found, not imported: the entry script imports this module.
     spec = find_spec("fusion.cli.submit")
     assert spec is not None and spec.origin is not None
-    out.print(f"--jars {jars} --py-files {code} {spec.origin}", soft_wrap=True)
+    master = settings.spark.submit_master(args.master)
+    head = f"--master {master} " if master else ""
+    out.print(f"{head}--jars {jars} --py-files {code} {spec.origin}", soft_wrap=True)
     return 0

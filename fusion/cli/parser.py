@@ -166,10 +166,18 @@ def _operations(commands: Commands) -> None:
         f"fusion {PIPELINE} reconcile --json",
     )
     recon.add_argument("--json", action="store_true", help="the report as JSON")
-    commands.add(
+    submit = commands.add(
         "spark-submit-args",
-        "print --jars, --py-files and the entry script for spark-submit",
+        "print --master (when one is set), --jars, --py-files and the entry script for "
+        "spark-submit",
         f"spark-submit $(fusion spark-submit-args) {PIPELINE} run --only counter",
+        "fusion spark-submit-args --master spark://master:7077",
+    )
+    submit.add_argument(
+        "--master",
+        metavar="URL",
+        help="the Spark master to submit to (default: [spark] master or FUSION_SPARK_MASTER, "
+        "if set; else spark-submit's own)",
     )
 
 

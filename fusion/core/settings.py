@@ -77,6 +77,19 @@ class SparkSettings(BaseModel):
         "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     }
 
+    def submit_master(self, override: str | None = None) -> str | None:
+        """The master ``spark-submit`` should be given, or None to leave it to its command line.
+
+        A master set in the file or by ``FUSION_SPARK_MASTER`` (``override`` first):
+        under spark-submit the session takes its master from the command line, so
+        without this a component meant for a cluster would run ``local[*]``. The
+        default local master is not printed: it would override a ``--master``
+        the user gave spark-submit before ``$(fusion spark-submit-args)``.
+        """
+        if override:
+            return override
+        return self.master if "master" in self.model_fields_set else None
+
     def as_spark_conf(self, jars: list[Path]) -> dict[str, str]:
         """Spark configuration, with the Kafka connector jars on ``spark.jars``."""
         conf = {

@@ -44,8 +44,7 @@ class Components:
             [BIN / "fusion", "spark-submit-args"],
             env=self.env, capture_output=True, text=True, check=True,
         ).stdout.split()  # fmt: skip
-        assert submit[0] == "--jars" and submit[2] == "--py-files"
-        assert submit[4].endswith("submit.py")
+        assert {"--jars", "--py-files"} <= set(submit) and submit[-1].endswith("submit.py")
         run = [BIN / "fusion", "run", "--config", str(config_file), "--only"]
         self.commands: dict[str, list[Any]] = {
             "indexers": [BIN / "spark-submit", "--master", "local[2,4]", *submit,

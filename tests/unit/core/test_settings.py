@@ -118,3 +118,15 @@ def test_spark_conf_carries_jars_and_state_store() -> None:
     assert conf["spark.sql.streaming.stateStore.providerClass"].endswith(
         "RocksDBStateStoreProvider"
     )
+
+
+def test_spark_submit_gets_the_master_that_was_set_and_no_other(tmp_path: Path) -> None:
+    """Under spark-submit the master comes from its command line: a set one must be printed."""
+    from_env = Settings.load(env={"FUSION_SPARK_MASTER": "spark://master:7077"})
+    from_file = Settings.load(_write(tmp_path, '[spark]\nmaster = "spark://m2:7077"\n'), env={})
+
+    assert from_env.spark.submit_master() == "spark://master:7077"
+    assert from_file.spark.submit_master() == "spark://m2:7077"
+    assert from_file.spark.submit_master("yarn") == "yarn"
+    # The default local master is not printed: it would override the user's own --master.
+    assert Settings.load(env={}).spark.submit_master() is None
