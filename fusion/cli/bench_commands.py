@@ -40,7 +40,7 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets, args.warm
     )
     # The warm-up; per run the floor, the modes and the counter alone on each engine.
-    steps = 1 + args.runs * (1 + len(modes) + 2)
+    steps = 1 + args.runs * (1 + len(modes) + len(bench.ENGINES))
     with Tracker(err, "benchmark", "steps", steps, rate=False) as tracker:
         report = bench.run_bench(settings, options, on_step=tracker.step)
     return print_bench(report_files.markdown(report), report_files.write_report(report, args.out))

@@ -54,9 +54,7 @@ KAFKA_ALERT = "kafka"
 KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exceeded))(: .*)?$")
 # "java.lang.IllegalStateException: KafkaAccessError: ..." from fusion.output.Writer.
-_JVM_NAMED = re.compile(
-    r"Exception: ((?:Kafka\w*|MessageTooLarge|Transaction|Fenced|ServiceUnavailable)Error: .*)$"
-)
+_JVM_NAMED = re.compile(r"Exception: ((?:Kafka\w*|MessageTooLarge|Transaction|Fenced)Error: .*)$")
 _JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "pyspark.errors.")
 
 

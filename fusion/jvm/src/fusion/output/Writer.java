@@ -245,8 +245,7 @@ final class Writer {
       throw new IllegalStateException("interrupted reading the marker of " + id, e);
     } catch (ExecutionException | TimeoutException e) {
       throw new IllegalStateException(
-          "ServiceUnavailableError: Kafka gave no marker of " + id + " (" + e.getMessage() + ")",
-          e);
+          "Kafka gave no marker of " + id + " (" + e.getMessage() + ")", e);
     }
   }
 
