@@ -1,4 +1,4 @@
-"""No Docker engine runs here, so the compose file is checked by reading it."""
+"""The compose file, checked by reading it: these need no Docker engine."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_kafka_is_single_node_kraft_with_transactions() -> None:
     assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
     assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == 1
     assert env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == 1
-    assert "9092:9092" in kafka["ports"]
+    assert "127.0.0.1:9092:9092" in kafka["ports"]
     assert "HOST://127.0.0.1:9092" in env["KAFKA_ADVERTISED_LISTENERS"]
     assert "INTERNAL://kafka:29092" in env["KAFKA_ADVERTISED_LISTENERS"]
 
@@ -45,7 +45,7 @@ def test_elasticsearch_is_single_node_without_security() -> None:
 
     assert env["discovery.type"] == "single-node"
     assert env["xpack.security.enabled"] == "false"
-    assert "9200:9200" in es["ports"]
+    assert "127.0.0.1:9200:9200" in es["ports"]
 
 
 def test_every_server_has_a_healthcheck_and_a_volume() -> None:
@@ -111,3 +111,16 @@ def test_a_spark_master_and_two_workers_run_from_the_project_image() -> None:
         assert worker["command"][-1] == "spark://spark-master:7077"
         # Executors write the counter's state store under the checkpoints: shared volume.
         assert "checkpoints:/opt/fusion/checkpoints" in worker["volumes"]
+
+
+def test_every_published_port_binds_to_this_machine_only() -> None:
+    # A compose project on a shared host must not expose Kafka, Elasticsearch
+    # or the Spark master (which runs code it is sent) on every interface.
+    services = _compose()["services"]
+
+    published = {name: s["ports"] for name, s in services.items() if "ports" in s}
+
+    assert set(published) == {"kafka", "elasticsearch", "spark-master"}
+    for name, ports in published.items():
+        for port in ports:
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} on every interface"
