@@ -19,7 +19,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
 from fusion.counter.query import start_counter
 from fusion.enricher.query import start_enricher
-from fusion.runtime import clients, lag, spark_logs, topology
+from fusion.runtime import clients, daemon, lag, spark_logs, topology
 from fusion.runtime.figures import Figures
 from fusion.runtime.health import HealthWatch
 from fusion.runtime.listener import ProgressListener
@@ -163,6 +163,7 @@ def execute(
         spark = clients.spark_session(config, app_name=app, submitted=submitted)
         if not (config.spark.log_to_console or submitted):  # spark-submit logs its own way
             hooks.say(f"Spark's log: {spark_logs.log_file(config.spark, config.runtime.home, app)}")
+        daemon.start_workers(spark)
         queries = start(spark, config, selection, metrics)
         try:
             stack.enter_context(HealthWatch(config, metrics))

@@ -43,6 +43,20 @@ class SourceRecord:
         return (self.topic, self.partition, self.offset)
 
     @property
+    def source(self) -> dict[str, Any] | bytes:
+        """What Elasticsearch stores: the record's own bytes, when they are UTF-8 JSON.
+
+        Re-serializing the parsed record cost the indexer's task a sixth of its
+        CPU. The bytes are the same document; Elasticsearch refuses one that
+        repeats a field (``Duplicate field``, a dead letter with that reason),
+        which Python's parser would have let pass with the last value. JSON in
+        UTF-16 or UTF-32 goes as parsed, re-encoded in UTF-8.
+        """
+        if json.detect_encoding(self.original) == "utf-8":
+            return self.original
+        return self.doc
+
+    @property
     def version(self) -> int:
         """The document's external version: its Kafka offset, plus one (versions start at 1).
 

@@ -109,7 +109,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
 
 
-def _acks(source: str, confirmed: list[Confirmed]) -> Iterable[Ack]:
+def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:
     acked_at = now_utc()
     for item in confirmed:
         topic, partition, offset = item.record.where

@@ -23,7 +23,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from fusion.core.config import PipelineConfig, SourceConfig
 from fusion.core.events import DeadLetter, dead_letter_records, now_iso
-from fusion.enricher.document import FoundDoc, build_enriched, enriched_version
+from fusion.enricher.document import FoundDoc, enriched_json, enriched_version
 from fusion.enricher.task import EnrichedDoc, enriched_records
 from fusion.pipeline import Selection
 from fusion.runtime.bulk import Confirmed, Target, write_documents
@@ -119,11 +119,11 @@ class NaiveMatcher:
 
     def _index(
         self, arrivals: list[Arrival]
-    ) -> tuple[list[tuple[SourceConfig, Confirmed]], list[DeadLetter]]:
+    ) -> tuple[list[tuple[SourceConfig, Confirmed[SourceRecord]]], list[DeadLetter]]:
         by_source: dict[str, list[SourceRecord]] = defaultdict(list)
         for arrival in arrivals:
             by_source[arrival.source.name].append(arrival.record)
-        confirmed: list[tuple[SourceConfig, Confirmed]] = []
+        confirmed: list[tuple[SourceConfig, Confirmed[SourceRecord]]] = []
         dead: list[DeadLetter] = []
         for name, records in by_source.items():
             source = self.config.source(name)
@@ -137,7 +137,9 @@ class NaiveMatcher:
             self.metrics.add("naive.bulk_requests", result.requests)
         return confirmed, dead
 
-    def _match(self, confirmed: list[tuple[SourceConfig, Confirmed]]) -> list[EnrichedDoc]:
+    def _match(
+        self, confirmed: list[tuple[SourceConfig, Confirmed[SourceRecord]]]
+    ) -> list[EnrichedDoc]:
         """Query the other N-1 indexes for every confirmed record; enrich complete keys."""
         lookups = [
             (source, item, other)
@@ -163,9 +165,10 @@ class NaiveMatcher:
                 continue
             record = item.record
             docs[source.name] = FoundDoc(record.doc, item.version)
-            doc = build_enriched(self.config.key_field, record.key, docs, now, now_iso())
+            body = enriched_json(self.config.key_field, record.key, docs, now, now_iso())
+            version = enriched_version(docs)
             enriched.append(
-                EnrichedDoc(record.key, doc, record.where, record.original, enriched_version(docs))
+                EnrichedDoc(record.key, body, now, record.where, record.original, version)
             )
         return enriched
 

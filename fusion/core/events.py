@@ -6,6 +6,7 @@ Every event is compact UTF-8 JSON with ISO-8601 UTC timestamps (``...Z``).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 from collections.abc import Iterable
@@ -21,6 +22,9 @@ Stage = Literal["indexer", "counter", "enricher"]
 ORIGINAL_KEPT_BYTES = 64 * 1024
 
 
+# Cached: a task stamps every ack of its batch with the same time, and formats it per ack
+# twice (the ack, the counter's copy); uncached that was 8 % of the indexer task's CPU.
+@functools.lru_cache(maxsize=256)
 def iso_utc(value: datetime) -> str:
     """ISO-8601 in UTC with a ``Z`` suffix (naive datetimes are taken as UTC)."""
     if value.tzinfo is None:

@@ -14,9 +14,11 @@ names the required sources it lacks in ``missing``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from fusion.core.events import dumps
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,44 @@ def build_enriched(
 
     ``missing``: required sources the document lacks (a partial document).
     """
+    return _enriched(key_field, key, found, fired_at, enriched_at, missing, copy.deepcopy)
+
+
+def enriched_json(
+    key_field: str,
+    key: str,
+    found: Mapping[str, FoundDoc],
+    fired_at: str,
+    enriched_at: str,
+    missing: Sequence[str] = (),
+) -> bytes:
+    """The enriched document as the JSON that Elasticsearch and the enriched topic get.
+
+    The same document as :func:`build_enriched`, serialized once for both
+    (compact UTF-8, as every Fusion event). The source documents are read in
+    place: the dict that holds them never leaves this function, so nothing can
+    modify them through it, and no copy is made (copying and serializing each
+    document twice was a quarter of the enrichment's CPU).
+    """
+    return dumps(_enriched(key_field, key, found, fired_at, enriched_at, missing, _same))
+
+
+def _same(value: dict[str, Any]) -> dict[str, Any]:
+    return value
+
+
+def _enriched(
+    key_field: str,
+    key: str,
+    found: Mapping[str, FoundDoc],
+    fired_at: str,
+    enriched_at: str,
+    missing: Sequence[str],
+    take: Callable[[dict[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
     doc: dict[str, Any] = {key_field: key}
     for name in sorted(found):
-        doc[name] = copy.deepcopy(found[name].source)
+        doc[name] = take(found[name].source)
     doc["fusion"] = {
         "fired_at": fired_at,
         "enriched_at": enriched_at,

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from elasticsearch import Elasticsearch
 from pydantic import ValidationError
@@ -38,12 +38,11 @@ from fusion.core.events import (
     IncompleteEvent,
     ReadyEvent,
     dead_letter_records,
-    dumps,
     now_iso,
     now_utc,
 )
 from fusion.enricher import lookups
-from fusion.enricher.document import build_enriched, enriched_version, missing_sources
+from fusion.enricher.document import enriched_json, enriched_version, missing_sources
 from fusion.runtime.bulk import Confirmed, Target, write_documents
 from fusion.runtime.exactly_once import OutRecord
 from fusion.runtime.faults import crash_point
@@ -59,13 +58,19 @@ Where = tuple[str, int, int]  # topic, partition, offset
 
 @dataclass(frozen=True)
 class EnrichedDoc:
-    """An enriched document to write, and the event it answers."""
+    """An enriched document to write (its JSON, for the index and the topic alike), and the
+    event it answers."""
 
     key: str
-    doc: dict[str, Any]
+    body: bytes
+    fired_at: str
     where: Where
     original: bytes
     version: int | None = None
+
+    @property
+    def source(self) -> bytes:
+        return self.body
 
 
 @dataclass(frozen=True)
@@ -212,8 +217,9 @@ def _enrich_group(
             reason = f"{want.kind}, but Elasticsearch no longer has source(s) {gone} for key"
             dead.append(DeadLetter.of(reason, "enricher", None, want.where, want.original, key))
             continue
-        doc = build_enriched(config.key_field, key, docs, want.fired_at, enriched_at, missing)
-        enriched.append(EnrichedDoc(key, doc, want.where, want.original, enriched_version(docs)))
+        body = enriched_json(config.key_field, key, docs, want.fired_at, enriched_at, missing)
+        version = enriched_version(docs)
+        enriched.append(EnrichedDoc(key, body, want.fired_at, want.where, want.original, version))
 
     target = Target(config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False)
     written = write_documents(es, target, enriched, retry, metrics)
@@ -270,7 +276,7 @@ class GroupSizer:
 
 
 def enriched_records(
-    config: PipelineConfig, confirmed: list[Confirmed]
+    config: PipelineConfig, confirmed: list[Confirmed[EnrichedDoc]]
 ) -> tuple[list[OutRecord], list[DeadLetter]]:
     """The enriched topic's records for documents Elasticsearch confirmed.
 
@@ -284,7 +290,7 @@ def enriched_records(
     dead: list[DeadLetter] = []
     for item in confirmed:
         key = item.record.key
-        value = dumps(item.record.doc)
+        value = item.record.body
         size = len(value) + len(key.encode())
         if size <= limit:
             records.append((topic, key, value))
@@ -298,11 +304,11 @@ def enriched_records(
     return records, dead
 
 
-def _observe_latencies(metrics: Metrics, confirmed: list[Confirmed]) -> None:
+def _observe_latencies(metrics: Metrics, confirmed: list[Confirmed[EnrichedDoc]]) -> None:
     """Seconds from the fire to the confirmed write of each document, into the histogram."""
     done = now_utc()
     for item in confirmed:
-        fired = datetime.fromisoformat(item.record.doc["fusion"]["fired_at"])
+        fired = datetime.fromisoformat(item.record.fired_at)
         metrics.observe_latency((done - fired).total_seconds())
 
 

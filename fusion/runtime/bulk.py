@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from elasticsearch import Elasticsearch, helpers
 
@@ -57,7 +57,10 @@ class Document(Protocol):
     @property
     def key(self) -> str: ...
     @property
-    def doc(self) -> dict[str, Any]: ...
+    def source(self) -> dict[str, Any] | bytes:
+        """The document's ``_source``: a dict, or its JSON when the caller serialized it already."""
+        ...
+
     @property
     def where(self) -> tuple[str, int, int]: ...
     @property
@@ -68,11 +71,14 @@ class Document(Protocol):
         ...
 
 
+D = TypeVar("D", bound=Document)
+
+
 @dataclass(frozen=True)
-class Confirmed:
+class Confirmed(Generic[D]):
     """A document Elasticsearch indexed, with the coordinates the ack carries."""
 
-    record: Document
+    record: D
     index: str
     seq_no: int
     primary_term: int
@@ -80,10 +86,10 @@ class Confirmed:
 
 
 @dataclass
-class WriteResult:
-    confirmed: list[Confirmed] = field(default_factory=list)
+class WriteResult(Generic[D]):
+    confirmed: list[Confirmed[D]] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
-    stale: list[Document] = field(default_factory=list)
+    stale: list[D] = field(default_factory=list)
     requests: int = 0
 
 
@@ -103,13 +109,13 @@ class Target:
 def write_documents(
     es: Elasticsearch,
     target: Target,
-    records: Iterable[Document],
+    records: Iterable[D],
     retry: RetryPolicy | None = None,
     metrics: Metrics | None = None,
-) -> WriteResult:
+) -> WriteResult[D]:
     """Index ``records`` into ``target.index``; see the module docstring for the outcomes."""
-    pending: dict[str, Document] = {record.key: record for record in records}
-    result = WriteResult()
+    pending: dict[str, D] = {record.key: record for record in records}
+    result: WriteResult[D] = WriteResult()
 
     def one_pass() -> None:
         _send(es, target, pending, result)
@@ -123,9 +129,7 @@ def write_documents(
     return result
 
 
-def _send(
-    es: Elasticsearch, target: Target, pending: dict[str, Document], result: WriteResult
-) -> None:
+def _send(es: Elasticsearch, target: Target, pending: dict[str, D], result: WriteResult[D]) -> None:
     """One pass over ``pending``: settle what can be settled, raise Transient for the rest."""
     if not pending:
         return
@@ -152,11 +156,11 @@ def _send(
 
 def _settle(
     target: Target,
-    record: Document,
+    record: D,
     ok: bool,
     item: dict[str, Any],
-    pending: dict[str, Document],
-    result: WriteResult,
+    pending: dict[str, D],
+    result: WriteResult[D],
 ) -> str:
     """File one item's outcome; return the error text of a transient failure, else ''."""
     outcome: dict[str, Any] = item.get("index", item)
@@ -219,7 +223,7 @@ def bulk_actions(index: str, records: Iterable[Document]) -> Iterable[dict[str, 
             "_op_type": "index",
             "_index": index,
             "_id": record.key,
-            "_source": record.doc,
+            "_source": record.source,
         }
         if record.version is not None:
             action |= {"version": record.version, "version_type": "external_gte"}

@@ -164,6 +164,26 @@ def spark_jars(settings: Settings) -> list[Path]:
     return [*kafka, jvm.fusion_jar(home, kafka, cache.java_compiler)]
 
 
+DAEMON_MODULE = "spark.python.daemon.module"
+
+
+def preloading_daemon(
+    conf: dict[str, str], master: str, python: str, submitted: bool
+) -> dict[str, str]:
+    """``conf`` with Fusion's Python daemon (:mod:`fusion.runtime.daemon`) where it can run.
+
+    Only where the executors run this very interpreter, which has Fusion
+    installed: a local master started here. A cluster's or spark-submit's
+    executors may have only Fusion's dependencies (its code arrives as a zip
+    with each task, too late for a daemon), so they keep PySpark's. A daemon
+    set in ``[spark.conf]`` wins.
+    """
+    local = master.startswith("local") and not submitted
+    if not local or python != sys.executable or DAEMON_MODULE in conf:
+        return conf
+    return {**conf, DAEMON_MODULE: "fusion.runtime.daemon"}
+
+
 def spark_session(
     settings: Settings, app_name: str | None = None, submitted: bool = False
 ) -> SparkSession:
@@ -178,9 +198,8 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     # Executors' Python workers run this interpreter unless told otherwise.
-    os.environ["PYSPARK_PYTHON"] = (
-        settings.spark.python or os.environ.get("PYSPARK_PYTHON") or sys.executable
-    )
+    python = settings.spark.python or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    os.environ["PYSPARK_PYTHON"] = python
     builder = SparkSession.builder.appName(app_name or settings.spark.app_name)
     if settings.spark.master.startswith("local") and not submitted:
         # A local run serves no one else: its driver (block manager, RPC) listens
@@ -192,6 +211,7 @@ def spark_session(
     else:
         builder = builder.master(settings.spark.master)
         conf = settings.spark.as_spark_conf(spark_jars(settings))
+    conf = preloading_daemon(conf, settings.spark.master, python, submitted)
     # The tests' fault injection must reach the executors' Python workers too.
     conf |= {
         f"spark.executorEnv.{name}": os.environ[name] for name in ENV_NAMES if name in os.environ

@@ -48,6 +48,7 @@ BAD_RECORDS = {
     "null-key": b'{"entity_id": null, "amount": 1}',
     "wrong-type-key": b'{"entity_id": {"id": 7}, "amount": 1}',
     "mapping-conflict": b'{"entity_id": "X3", "amount": "twelve"}',
+    "repeated-field": b'{"entity_id": "X6", "amount": 1, "amount": 2}',
     "oversized": b'{"entity_id": "X4", "blob": "' + b"x" * MAX_BYTES + b'"}',
 }
 # Larger than a dead letter may be (PipelineConfig.message_limit): its letter carries the start.
@@ -169,6 +170,12 @@ def test_a_key_of_the_wrong_type(bad_run: BadRun) -> None:
 def test_a_field_that_conflicts_with_the_mapping(bad_run: BadRun) -> None:
     _check_indexer_letter(bad_run, "mapping-conflict", "rejected by Elasticsearch", key="X3")
     assert "amount" in bad_run.letter(BAD_RECORDS["mapping-conflict"])["reason"]
+
+
+def test_a_record_that_repeats_a_field(bad_run: BadRun) -> None:
+    # Its own bytes go to Elasticsearch, which refuses a repeated field (it is not dropped).
+    _check_indexer_letter(bad_run, "repeated-field", "rejected by Elasticsearch", key="X6")
+    assert "Duplicate field 'amount'" in bad_run.letter(BAD_RECORDS["repeated-field"])["reason"]
 
 
 def test_an_oversized_record(bad_run: BadRun) -> None:

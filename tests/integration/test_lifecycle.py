@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from fusion.core.config import PipelineConfig
+from fusion.core.events import dumps
 from fusion.core.settings import Settings
 from fusion.enricher.task import EnrichedDoc
 from fusion.ops import explain, status
@@ -194,7 +195,9 @@ def test_a_stale_replay_never_overwrites_a_newer_enriched_document(
     story: Story, settings: Settings
 ) -> None:
     first, latest = story.first_enriched["U1"], story.enriched["U1"]
-    old = EnrichedDoc("U1", first, ("replay", 0, 0), b"", sum(first["fusion"]["versions"].values()))
+    version = sum(first["fusion"]["versions"].values())
+    fired_at = first["fusion"]["fired_at"]
+    old = EnrichedDoc("U1", dumps(first), fired_at, ("replay", 0, 0), b"", version)
     es = clients.elasticsearch(story.config.elasticsearch)
     target = Target(story.config.enriched_index, "enricher", None, 100, False)
 

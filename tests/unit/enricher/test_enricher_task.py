@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fusion.core.config import PipelineConfig
-from fusion.core.events import DeadLetter
+from fusion.core.events import DeadLetter, dumps
 from fusion.enricher.task import EnrichedDoc, GroupSizer, Wanted, _parse, enriched_records
 from fusion.runtime.bulk import Confirmed
 
@@ -51,9 +51,10 @@ def test_a_timestamp_elasticsearch_takes_but_fusion_cannot_use_is_a_dead_letter(
     )
 
 
-def _confirmed(key: str, size: int) -> Confirmed:
-    doc = {"id": key, "a": {"text": "x" * size}, "fusion": {"fired_at": "2026-01-01T00:00:00Z"}}
-    record = EnrichedDoc(key, doc, WHERE, b'{"key": "%s"}' % key.encode())
+def _confirmed(key: str, size: int) -> Confirmed[EnrichedDoc]:
+    fired_at = "2026-01-01T00:00:00Z"
+    body = dumps({"id": key, "a": {"text": "x" * size}, "fusion": {"fired_at": fired_at}})
+    record = EnrichedDoc(key, body, fired_at, WHERE, b'{"key": "%s"}' % key.encode())
     return Confirmed(record, "p-enriched", 1, 1, 1)
 
 

@@ -22,6 +22,15 @@ def test_valid_record_is_keyed_by_the_join_key() -> None:
     assert parsed.where == ("billing", 0, 7)
 
 
+def test_elasticsearch_gets_the_records_own_utf8_bytes_and_other_encodings_re_encoded() -> None:
+    value = b'{"txn_id": "T-1",  "amount": 3.50}'
+    utf8 = parse(raw(value), "billing", "txn_id", 1000)
+    utf16 = parse(raw(value.decode().encode("utf-16")), "billing", "txn_id", 1000)
+
+    assert isinstance(utf8, SourceRecord) and utf8.source is value
+    assert isinstance(utf16, SourceRecord) and utf16.source == {"txn_id": "T-1", "amount": 3.5}
+
+
 def test_integer_keys_become_strings() -> None:
     parsed = parse(raw(b'{"txn_id": 42}'), "billing", "txn_id", 1000)
 
@@ -89,7 +98,7 @@ def test_bulk_actions_use_the_key_as_id_the_offset_as_version_and_leave_records_
             "_op_type": "index",
             "_index": "hc-billing",
             "_id": "T-9",
-            "_source": {"txn_id": "T-9", "x": 1},
+            "_source": b'{"txn_id": "T-9", "x": 1}',
             # Same version on a replay rewrites; an older record can never win.
             "version": parsed.offset + 1,
             "version_type": "external_gte",
