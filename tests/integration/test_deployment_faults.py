@@ -31,7 +31,7 @@ GONE_PREFIX = "fusion-gone-"
 @dataclass(frozen=True)
 class Doc:
     key: str
-    doc: dict[str, Any]
+    source: dict[str, Any]
     where: tuple[str, int, int] = ("t", 0, 0)
     original: bytes = b"{}"
     version: int | None = None

@@ -17,7 +17,7 @@ TARGET = Target("p-billing", "indexer", "billing", 100)
 @dataclass(frozen=True)
 class Doc:
     key: str = "K1"
-    doc: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
     where: tuple[str, int, int] = ("billing", 0, 3)
     original: bytes = b"{}"
     version: int | None = None
