@@ -132,8 +132,8 @@ def test_a_resumed_reconcile_writes_no_slice_twice(
         FUSION_CRASH_AT=f"reconcile.{point}:jvm",
         FUSION_FAULT_DIR=str(tmp_path),
     )
-    crashed.communicate(timeout=240)
-    assert crashed.returncode != 0
+    out, err = crashed.communicate(timeout=240)
+    assert crashed.returncode != 0, f"not killed; its output ends with: {out[-1500:]} {err[-1500:]}"
     assert faults.hit(tmp_path, f"reconcile.{point}"), "killed in its first slice"
     # What the slices that committed published: their keys, each with its enriched document.
     first = {key or "" for key, _ in read_topic(settings, config.enriched_topic)} - set(JOINED)
