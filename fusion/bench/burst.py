@@ -23,7 +23,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -71,9 +71,10 @@ class BenchOptions:
     rate: float = 0.0
     # Records per micro-batch and query (the pipeline's default when None).
     max_offsets: int | None = None
-    # First a burst of the same size on other keys, unmeasured: the measured burst meets
-    # a running pipeline whose JVM compiled its hot code, as a burst in production does.
-    warm: bool = False
+    # First this many bursts of the same size on other keys, unmeasured: the measured burst
+    # meets a running pipeline whose JVM compiled (some of) its hot code, as a burst in
+    # production does. 0: a burst into a fresh process.
+    warm: int = 0
 
 
 @dataclass
@@ -120,17 +121,18 @@ def run_mode(
     mode: Mode,
     rate: float,
     workdir: Path,
-    warmup: Dataset | None = None,
+    warmups: Sequence[Dataset] = (),
 ) -> ModeResult:
     """Run one mode over ``dataset`` on fresh topics and indexes, in its own process; measure it.
 
-    With a ``warmup`` dataset (other keys), that one is sent and enriched first,
-    unmeasured; the counts then cover both, and the per-key ones are over both.
+    The ``warmups`` datasets (other keys) are sent and enriched first, one after
+    the other, unmeasured; the counts then cover them too, and the per-key ones
+    are over all of them.
     """
     topology.delete_all(config)
     pipeline.prepare(config)
     keys = len(dataset.expected)
-    waves = [warmup, dataset] if warmup is not None else [dataset]
+    waves = [*warmups, dataset]
     es = clients.elasticsearch(config.elasticsearch)
     only = "naive" if mode == "naive" else None
     with PipelineProcess(config, workdir, only=only) as run:
@@ -247,8 +249,10 @@ def run_bench(
             # Same seed, same records; only the topic names differ per mode (the floor's
             # dataset stays the base's: it maps topics to sources by the base's names).
             records = build_dataset(config, gen)
-            warmup = build_dataset(config, replace(gen, key_prefix="W")) if options.warm else None
-            runs[mode].append(run_mode(config, records, mode, options.rate, workdir, warmup))
+            warmups = [
+                build_dataset(config, replace(gen, key_prefix=f"W{n}")) for n in range(options.warm)
+            ]
+            runs[mode].append(run_mode(config, records, mode, options.rate, workdir, warmups))
     counters = {}
     for engine in ENGINES:
         alone = []

@@ -51,10 +51,11 @@ def machine(settings: Settings) -> dict[str, Any]:
 def markdown(report: dict[str, Any]) -> str:
     n, k = report["sources"], report["keys"]
     pace = f"produced at {report['rate']:,.0f} records/s" if report.get("rate") else "burst"
-    if report.get("warm"):
+    if warm := int(report.get("warm") or 0):
+        first = "a first burst" if warm == 1 else f"{warm} bursts"
         pace += (
-            ", after a first burst of the same size on other keys (unmeasured: the JVM has"
-            " compiled its hot code); the counts cover both bursts"
+            f", after {first} of the same size on other keys (unmeasured: the JVM compiles"
+            " its hot code meanwhile); the counts cover every burst"
         )
     machine = report["machine"]
     lines = [

@@ -105,8 +105,13 @@ def add_bench(commands: Commands) -> None:
     )
     bench.add_argument(
         "--warm",
-        action="store_true",
-        help="measure a burst into a running pipeline: a first burst on other keys, unmeasured",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="N",
+        help="measure a burst into a running pipeline: first N bursts on other keys, "
+        "unmeasured (1 when N is left out)",
     )
     bench.add_argument(
         "--out", type=Path, default=Path("bench/results"), help="report directory (bench/results)"

@@ -32,7 +32,7 @@ def test_every_run_of_a_burst_benchmark_floors_the_same_dataset(monkeypatch: Any
     assert len(floored) == 3 and report["modes"][0]["ratio_to_floor"] == 2.0
 
 
-def test_a_warm_burst_first_sends_as_many_other_keys(monkeypatch: Any) -> None:
+def test_a_warm_burst_first_sends_n_bursts_of_as_many_other_keys(monkeypatch: Any) -> None:
     from fusion.bench import burst
     from fusion.core.settings import Settings
 
@@ -47,12 +47,13 @@ def test_a_warm_burst_first_sends_as_many_other_keys(monkeypatch: Any) -> None:
     monkeypatch.setattr(burst, "run_mode", mode)
     monkeypatch.setattr(burst, "run_counter_only", lambda *_: {"acks_per_second": next(rates)})
     monkeypatch.setattr(burst, "machine", lambda _: {})
-    options = burst.BenchOptions(20, 2, ("batched",), 1, 3, warm=True)
+    options = burst.BenchOptions(20, 2, ("batched",), 1, 3, warm=2)
 
     report = burst.run_bench(Settings(), options)
 
-    for dataset, warm in waves:
-        assert len(warm.records) == len(dataset.records)
-        assert not set(warm.expected) & set(dataset.expected)
-    assert report["warm"] and report["counter_only"]["runs"] == [300, 100, 200]
+    for dataset, (first, second) in waves:
+        assert len(first.records) == len(second.records) == len(dataset.records)
+        assert not set(first.expected) & set(second.expected)
+        assert not (set(first.expected) | set(second.expected)) & set(dataset.expected)
+    assert report["warm"] == 2 and report["counter_only"]["runs"] == [300, 100, 200]
     assert report["counter_only"]["acks_per_second"] == 200, "the median run"
