@@ -22,7 +22,7 @@ from fusion import jvm
 from fusion.core.errors import CredentialsError, ServiceUnavailableError, TlsTrustError
 from fusion.core.settings import ElasticsearchSettings, KafkaSettings, Settings
 from fusion.infra.artifacts import ArtifactCache
-from fusion.runtime import spark_logs
+from fusion.runtime import daemon, spark_logs
 from fusion.runtime.faults import ENV_NAMES
 from fusion.runtime.shipping import package_zip
 
@@ -164,7 +164,7 @@ def spark_jars(settings: Settings) -> list[Path]:
     return [*kafka, jvm.fusion_jar(home, kafka, cache.java_compiler)]
 
 
-DAEMON_MODULE = "spark.python.daemon.module"
+DAEMON_MODULE = daemon.CONF_KEY
 
 
 def preloading_daemon(
@@ -181,7 +181,7 @@ def preloading_daemon(
     local = master.startswith("local") and not submitted
     if not local or python != sys.executable or DAEMON_MODULE in conf:
         return conf
-    return {**conf, DAEMON_MODULE: "fusion.runtime.daemon"}
+    return {**conf, DAEMON_MODULE: daemon.MODULE}
 
 
 def spark_session(

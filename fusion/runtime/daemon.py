@@ -48,6 +48,10 @@ TASK_MODULES = (
     "fusion.ops.reconcile",
 )
 
+# The Spark setting that names the daemon's module, and this one's name in it.
+CONF_KEY = "spark.python.daemon.module"
+MODULE = "fusion.runtime.daemon"
+
 # No thread may exist when the daemon forks (see the module docstring).
 THREADLESS = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
 
@@ -79,8 +83,13 @@ def start_workers(spark: SparkSession) -> None:
 
     Otherwise the first micro-batch with records starts them, while its
     records wait. Spark stops an idle worker after a minute, but the daemon
-    stays, and with this module as the daemon a new worker is a fork.
+    stays, and with this module as the daemon a new worker is a fork. With
+    PySpark's daemon (a cluster, spark-submit) nothing is started: each
+    worker imports on its own anyway, and a component that runs no Python
+    task would start them for nothing.
     """
+    if spark.sparkContext.getConf().get(CONF_KEY, "") != MODULE:
+        return
     slots = spark.sparkContext.defaultParallelism
     spark.range(slots, numPartitions=slots).mapInArrow(no_rows, "id long").count()
 
