@@ -21,6 +21,12 @@ public final class CounterQuery {
   public static final String INPUT_COLUMNS =
       "k,source,acked_at,version,digest,raw,topic,partition,offset,kind";
 
+  /** The rows of {@link #INPUT_COLUMNS}. */
+  public static final StructType INPUT =
+      StructType.fromDDL(
+          "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
+              + "topic STRING, partition INT, offset BIGINT, kind STRING");
+
   static final StructType KEY = StructType.fromDDL("k STRING");
   static final StructType OUTPUT =
       StructType.fromDDL(

@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.TreeMap;
+import fusion.counter.CounterQuery;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Row;
@@ -35,11 +36,8 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
       "task,topic,key,value,name,amount,k,source,acked_at,version,digest,s_topic,s_partition,"
           + "s_offset";
 
-  /** What the counter reads ({@code fusion.counter.CounterQuery.INPUT_COLUMNS}). */
-  public static final StructType OUTPUT =
-      StructType.fromDDL(
-          "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
-              + "topic STRING, partition INT, offset BIGINT, kind STRING");
+  /** What the counter reads. */
+  public static final StructType OUTPUT = CounterQuery.INPUT;
 
   /** No join key: Fusion refuses keys with control characters ({@code indexers/records.py}). */
   public static final String COUNTS_KEY = "\u0000counts";
