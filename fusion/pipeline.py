@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
-from fusion.counter.query import start_counter
+from fusion.counter.query import engine_here, start_counter
 from fusion.enricher.query import start_enricher
 from fusion.runtime import clients, daemon, lag, spark_logs, topology
 from fusion.runtime.figures import Figures
@@ -153,6 +153,10 @@ def execute(
     ``[metrics] port`` set a :class:`~fusion.runtime.prometheus.MetricsServer` serves
     the metrics to Prometheus.
     """
+    if selection.counter or selection.single:
+        config, chosen = engine_here(config)
+        if chosen is not None:
+            hooks.say(chosen)
     prepare(config)
     stages = selection.queries(config)
     with contextlib.ExitStack() as stack:

@@ -106,7 +106,8 @@ def _run(commands: Commands) -> None:
         "--counter-engine",
         choices=("jvm", "python"),
         help="the code that keeps the counter's state: jvm (fast) or python (slower, the "
-        "decisions' own code); setting [pipeline] counter_engine, default jvm",
+        "decisions' own code); setting [pipeline] counter_engine, default jvm (python "
+        "where no javac is found)",
     )
     run.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)
 

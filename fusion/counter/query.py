@@ -271,6 +271,28 @@ def start_with_clock(
     return query
 
 
+NO_JAVAC = (
+    "no JDK compiler (javac) here: the counter runs on its Python engine, about a fifth "
+    'of the JVM engine\'s speed; set [pipeline] counter_engine = "jvm" to run that one, '
+    "compiled by the Eclipse compiler"
+)
+
+
+def engine_here(config: PipelineConfig) -> tuple[PipelineConfig, str | None]:
+    """The pipeline with the counter engine this machine runs, and a line to say if it chose.
+
+    The JVM engine unless the pipeline file (or ``--counter-engine``) chose one,
+    or no JDK compiler is found: then the Python engine, which needs no
+    compiler of its own, and a line that says so (not an error).
+    """
+    from fusion import jvm
+
+    if "counter_engine" in config.pipeline.model_fields_set or jvm.find_javac() is not None:
+        return config, None
+    section = config.pipeline.model_copy(update={"counter_engine": "python"})
+    return config.model_copy(update={"pipeline": section}), NO_JAVAC
+
+
 ENGINE_FILE = "fusion-counter-engine"  # in the counter's checkpoint: which engine wrote its state
 
 

@@ -3,7 +3,8 @@
 `fusion run` starts in an environment where ``javac`` is nowhere (no
 ``JAVA_HOME``, a PATH whose directories hold everything but it) and a runtime
 home whose cache has no Fusion jar yet. It fetches the Eclipse compiler from
-Maven, compiles the writers and the counter with it, and joins every key.
+Maven, compiles the writers with it, says in one line that the counter runs
+on its Python engine (the pipeline file chose none), and joins every key.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 from fusion import jvm
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
+from fusion.counter.query import ENGINE_FILE, NO_JAVAC
 from fusion.infra.artifacts import ECJ, ArtifactCache
 from tests.integration.pipelines import assert_exact_join, drop, write_config_file
 
@@ -64,6 +67,9 @@ def test_a_java_runtime_without_javac_runs_the_pipeline(settings: Settings, tmp_
         )  # fmt: skip
         assert result.returncode == 0, result.stderr[-3000:]
         assert_exact_join(settings, config, data.expected)
+        assert NO_JAVAC in " ".join(result.stderr.split()), result.stderr[-3000:]
+        written = Path(urlparse(config.checkpoint(config.counter_query)).path) / ENGINE_FILE
+        assert written.read_text().strip() == "python"
         assert jvm.jar_path(home).is_file()
         assert list((home / "artifacts" / f"ecj-{ECJ.version}").glob("ecj-*.jar"))
     finally:
