@@ -8,14 +8,23 @@ resident memory of its Spark JVM and of its Python workers. With the tasks
 working in chunks of ``task_chunk_bytes`` those peaks should stay near flat;
 the same two runs with a budget larger than any task (1 GiB: a task holds all
 it reads, as before the chunks) show what the chunks save.
+
+A JVM's resident peak is mostly its collector's choice (the heap grows toward
+its maximum under allocation, live or not), so the JVM runs with Native
+Memory Tracking and :class:`NativePeaks` reports what its parts committed at
+most: the heap, and direct memory (Arrow's buffers, which hold a task's
+chunks on their way to and from Python).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import tempfile
 import time
 import uuid
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +36,7 @@ from fusion import pipeline
 from fusion.bench.burst import BenchOptions, bench_config
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.bench.process import started_on_fresh_topics
-from fusion.bench.proctree import watch_peaks
+from fusion.bench.proctree import descendants, kind_of, sampling, watch_peaks
 from fusion.bench.report import git_commit, machine, write_text_files
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import FusionError
@@ -57,6 +66,8 @@ class MemoryRun:
     python_worker_peak_mb: int | None
     jvm_peak_mb: int | None
     jvm_live_heap_peak_mb: int | None
+    jvm_heap_committed_peak_mb: int | None
+    jvm_direct_peak_mb: int | None
     driver_python_peak_mb: int | None
     spilled_records: int
     enriched: int
@@ -97,7 +108,7 @@ def _config(
     data = base.model_dump(mode="python")
     # The JVM's resident peak is mostly the collector's choice (the heap grows to its
     # maximum under allocation, live or not); its log says what was live after each GC.
-    data["spark"]["conf"]["spark.driver.extraJavaOptions"] = f"-Xlog:gc:file={gc_log}"
+    data["spark"]["conf"]["spark.driver.extraJavaOptions"] = f"-Xlog:gc:file={gc_log} {NMT_OPTION}"
     if options.heap is not None:
         data["spark"]["conf"]["spark.driver.memory"] = options.heap
     data["pipeline"]["max_record_bytes"] = max(base.max_record_bytes, 2 * record_bytes)
@@ -117,7 +128,7 @@ def _run(
     es = clients.elasticsearch(config.elasticsearch)
     with started_on_fresh_topics(config, "fusion-memory-") as run:
         assert run.process is not None
-        with watch_peaks(run.process.pid) as watch:
+        with watch_peaks(run.process.pid) as watch, native_peaks(run.process.pid) as native:
             started = time.monotonic()
             produce(config, dataset.records)
             stages = pipeline.select(config, None).queries(config)
@@ -137,6 +148,8 @@ def _run(
         python_worker_peak_mb=watch.peaks.get("worker"),
         jvm_peak_mb=watch.peaks.get("jvm"),
         jvm_live_heap_peak_mb=live_heap_peak_mb(gc_log),
+        jvm_heap_committed_peak_mb=native.peaks.get(HEAP),
+        jvm_direct_peak_mb=native.peaks.get(DIRECT),
         driver_python_peak_mb=watch.peaks.get("driver"),
         spilled_records=counts.get("tasks.spilled_records", 0),
         enriched=enriched,
@@ -155,6 +168,48 @@ def live_heap_peak_mb(gc_log: Path) -> int | None:
     return max(after, default=None)
 
 
+NMT_OPTION = "-XX:NativeMemoryTracking=summary"
+HEAP, DIRECT = "Java Heap", "Other"  # NMT's categories; "Other" is Unsafe and direct buffers
+_NMT_LINE = re.compile(r"-\s+([A-Za-z ]+?) \(reserved=\d+MB, committed=(\d+)MB")
+
+
+def native_memory_mb(summary: str) -> dict[str, int]:
+    """Committed MB per category of ``jcmd <pid> VM.native_memory summary scale=MB``."""
+    return {name: int(mb) for name, mb in _NMT_LINE.findall(summary)}
+
+
+class NativePeaks:
+    """The most each NMT category of the Spark JVM under ``root`` committed while sampled."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.peaks: dict[str, int] = {}
+        self.jcmd = shutil.which("jcmd") or _jdk_tool("jcmd")
+
+    def sample(self) -> None:
+        if self.jcmd is None:  # a Java runtime without the JDK's tools: no breakdown
+            return
+        for pid in descendants(self.root):
+            if kind_of(pid) != "jvm":
+                continue
+            command = [self.jcmd, str(pid), "VM.native_memory", "summary", "scale=MB"]
+            found = subprocess.run(command, capture_output=True, text=True, check=False)
+            for name, mb in native_memory_mb(found.stdout).items():
+                self.peaks[name] = max(mb, self.peaks.get(name, 0))
+
+
+def _jdk_tool(name: str) -> str | None:
+    from fusion.infra.java import java_home
+
+    tool = java_home() / "bin" / name
+    return str(tool) if tool.is_file() else None
+
+
+def native_peaks(root: int, every: float = 1.0) -> AbstractContextManager[NativePeaks]:
+    """Sample the JVM's native memory once every ``every`` seconds while the block runs."""
+    return sampling(NativePeaks(root), every, "native-peaks")
+
+
 def _enriched(es: Any, config: PipelineConfig) -> int:
     found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index)
     return int(found.get("count", 0))
@@ -169,21 +224,24 @@ def markdown(report: dict[str, Any]) -> str:
         f"JVM heap: {report.get('heap', '1g')}.",
         "",
         "Peak resident memory (`VmHWM`) of `fusion run`'s processes; local mode, "
-        "so the JVM runs the tasks.",
+        "so the JVM runs the tasks. The JVM's heap and direct memory: the most each "
+        "committed (Native Memory Tracking, sampled each second).",
         "",
         "| task_chunk_bytes | record | records | MB in | Python worker MB | JVM MB "
-        "| JVM live heap MB | driver Python MB | spilled records | enriched | s |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| JVM heap committed MB | JVM direct MB | JVM heap after GC MB | driver Python MB "
+        "| spilled records | enriched | s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in report["runs"]:
         if "error" in r:
             budget = "default" if r["budget_bytes"] is None else f"{r['budget_bytes'] >> 20} MiB"
             failed = f"failed: {r['error'].splitlines()[0]}"
-            lines.append(f"| {budget} | {r['record_bytes']:,} B | {failed} ||||||||| ")
+            lines.append(f"| {budget} | {r['record_bytes']:,} B | {failed} ||||||||||| ")
             continue
         lines.append(
             f"| {r['budget_bytes'] >> 20} MiB | {r['record_bytes']:,} B | {r['records']:,} "
             f"| {r['megabytes_in']:,} | {r['python_worker_peak_mb']} | {r['jvm_peak_mb']} "
+            f"| {r.get('jvm_heap_committed_peak_mb')} | {r.get('jvm_direct_peak_mb')} "
             f"| {r['jvm_live_heap_peak_mb']} | {r['driver_python_peak_mb']} "
             f"| {r['spilled_records']:,} | {r['enriched']:,} | {r['seconds']} |"
         )

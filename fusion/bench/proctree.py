@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 
 def descendants(root: int) -> list[int]:
@@ -85,24 +86,35 @@ class PeakWatch:
                 self.peaks[kind] = max(mb, self.peaks.get(kind, 0))
 
 
+class Sampler(Protocol):
+    def sample(self) -> None: ...
+
+
+S = TypeVar("S", bound=Sampler)
+
+
 @contextmanager
-def watch_peaks(root: int, every: float = 0.25) -> Iterator[PeakWatch]:
+def sampling(sampler: S, every: float, name: str) -> Iterator[S]:
+    """Call ``sampler.sample()`` every ``every`` seconds from a thread while the block runs."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(every):
+            sampler.sample()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    try:
+        yield sampler
+    finally:
+        stop.set()
+        thread.join()
+
+
+def watch_peaks(root: int, every: float = 0.25) -> AbstractContextManager[PeakWatch]:
     """Sample the processes under ``root`` while the block runs.
 
     A process's high-water mark is its own peak, so sampling need only see
     each process alive once; Spark keeps its Python workers for later tasks.
     """
-    watch = PeakWatch(root)
-    stop = threading.Event()
-
-    def run() -> None:
-        while not stop.wait(every):
-            watch.sample()
-
-    thread = threading.Thread(target=run, name="peak-watch", daemon=True)
-    thread.start()
-    try:
-        yield watch
-    finally:
-        stop.set()
-        thread.join()
+    return sampling(PeakWatch(root), every, "peak-watch")

@@ -187,7 +187,10 @@ class PipelineSection(BaseModel):
     # What a task holds at once: it works through its partition in chunks of
     # about this many bytes (source records in, source documents looked up),
     # and its executor spills output beyond it to local disk until the commit.
-    task_chunk_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024, lt=2**31)
+    # 4 MiB: a Python worker holds several copies of a chunk, and local mode
+    # runs 8 tasks at once; 16 MiB cost 130 MB more per worker at 500 KB
+    # records and bought nothing in a burst of 1 KB ones (docs/benchmark.md).
+    task_chunk_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024, lt=2**31)
     # How long a stage retries an unreachable Elasticsearch or Kafka before its query fails.
     retry_budget_seconds: float = Field(default=300.0, gt=0)
     # Key lifecycle (processing time, from the key's first ack): sources are

@@ -37,3 +37,21 @@ def test_the_peak_of_a_process_is_seen_after_it_let_go_of_its_memory() -> None:
     with _child("b = bytearray(300 << 20)\ndel b"), watch_peaks(os.getpid()) as watch:
         watch.sample()
     assert watch.peaks["driver"] >= 300
+
+
+def test_native_memory_reads_what_each_category_committed() -> None:
+    from fusion.bench.memory import DIRECT, HEAP, native_memory_mb
+
+    summary = """
+Native Memory Tracking:
+
+Total: reserved=2520MB, committed=1029MB
+-                 Java Heap (reserved=512MB, committed=512MB)
+                            (mmap: reserved=512MB, committed=512MB)
+
+-                     Class (reserved=1031MB, committed=26MB)
+                            (classes #26247)
+-                     Other (reserved=146MB, committed=146MB)
+                            (malloc=146MB #420)
+"""
+    assert native_memory_mb(summary) == {HEAP: 512, "Class": 26, DIRECT: 146}
