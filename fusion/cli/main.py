@@ -107,7 +107,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         with Live(console=err, refresh_per_second=2, transient=False) as live:
 
             def say(line: str) -> None:
-                live.console.print(f"fusion: {line}", highlight=False)
+                live.console.print(f"fusion: {escape(line)}", highlight=False)
 
             hooks = pipeline.Hooks(
                 tick=lambda m: live.update(pipeline.status_line(m)),
