@@ -64,6 +64,7 @@ def run_status(
         "date": now_iso(),
         "commit": git_commit(),
         "machine": machine(settings),
+        "spark_master": settings.spark.master,
         "runs": runs,
     }
 
@@ -123,11 +124,17 @@ def _produce_acks(config: PipelineConfig, source: str, topic: str, keys: int) ->
 
 
 def markdown(report: dict[str, Any]) -> str:
+    master = report.get("spark_master", "local")
+    where = (
+        "local mode, so its JVM runs the aggregate"
+        if master.startswith("local")
+        else f"Spark master {master}: the executors run the aggregate, the driver's JVM no task"
+    )
     lines = [
         f"# `fusion status` against the keys in state (commit {report['commit']})",
         "",
         "Each key holds one of 4 sources (pending). `fusion status --json` as its own "
-        "process; peak resident memory (`VmHWM`); local mode, so its JVM runs the aggregate.",
+        f"process; peak resident memory (`VmHWM`); {where}.",
         "",
         "| keys in state | pending keys | status s | driver Python MB | JVM MB "
         "| counting them took s |",
