@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -27,6 +28,7 @@ final class Faults implements Serializable {
   static final String DIR = "FUSION_FAULT_DIR";
   private static final long HOLD_LIMIT_MS = 600_000;
   private static final Map<String, Integer> PASSES = new ConcurrentHashMap<>();
+  private static final Object COUNTING = new Object();
 
   private final Map<String, String> settings;
 
@@ -82,15 +84,25 @@ final class Faults implements Serializable {
     if (dir == null || dir.isEmpty()) {
       return PASSES.merge(name, 1, Integer::sum);
     }
-    // One byte appended per pass; the pass number is where this write landed (see faults.py).
+    // One byte appended per pass; the pass number is the file's size right after this
+    // pass's byte, read under a lock: an append channel's position() is the file's size at
+    // the time of the call, so two tasks passing together both read 2 and neither fires the
+    // first pass (faults.py reads its own descriptor's offset instead). The file lock keeps
+    // other processes out, the monitor other threads of this JVM (which a file lock does not).
     Path file = Path.of(dir, name + ".passes");
-    try (FileChannel channel =
-        FileChannel.open(
-            file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
-      channel.write(ByteBuffer.wrap(new byte[] {'.'}));
-      return (int) channel.position();
-    } catch (IOException e) {
-      throw new IllegalStateException("fault injection: cannot count passes in " + file, e);
+    synchronized (COUNTING) {
+      try (FileChannel channel =
+              FileChannel.open(
+                  file,
+                  StandardOpenOption.CREATE,
+                  StandardOpenOption.WRITE,
+                  StandardOpenOption.APPEND);
+          FileLock lock = channel.lock()) {
+        channel.write(ByteBuffer.wrap(new byte[] {'.'}));
+        return (int) channel.size();
+      } catch (IOException e) {
+        throw new IllegalStateException("fault injection: cannot count passes in " + file, e);
+      }
     }
   }
 
