@@ -184,7 +184,7 @@ class NativePeaks:
     def __init__(self, root: int) -> None:
         self.root = root
         self.peaks: dict[str, int] = {}
-        self.jcmd = shutil.which("jcmd") or _jdk_tool("jcmd")
+        self.jcmd = _jdk_tool("jcmd")
 
     def sample(self) -> None:
         if self.jcmd is None:  # a Java runtime without the JDK's tools: no breakdown
@@ -199,10 +199,11 @@ class NativePeaks:
 
 
 def _jdk_tool(name: str) -> str | None:
+    """``name`` of the JDK that runs Spark (its ``jcmd`` attaches to that JVM), else on PATH."""
     from fusion.infra.java import java_home
 
     tool = java_home() / "bin" / name
-    return str(tool) if tool.is_file() else None
+    return str(tool) if tool.is_file() else shutil.which(name)
 
 
 def native_peaks(root: int, every: float = 1.0) -> AbstractContextManager[NativePeaks]:
