@@ -164,7 +164,9 @@ def execute(
             server = stack.enter_context(metrics_server(config, stages, metrics))
             hooks.say(f"Prometheus metrics at {server.url}")
         app = f"fusion-{config.name}"
-        spark = clients.spark_session(config, app_name=app, submitted=submitted)
+        spark = clients.spark_session(
+            config, app_name=app, submitted=submitted, reserve_memory=True
+        )
         if not (config.spark.log_to_console or submitted):  # spark-submit logs its own way
             hooks.say(f"Spark's log: {spark_logs.log_file(config.spark, config.runtime.home, app)}")
         daemon.start_workers(spark)

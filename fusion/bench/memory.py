@@ -5,15 +5,16 @@ about 1 KB, then of about 500 KB, all in one micro-batch. Each run is a
 `fusion run` of its own (:class:`PipelineProcess`, local mode: the JVM runs
 the tasks), and :func:`~fusion.bench.proctree.watch_peaks` reads the peak
 resident memory of its Spark JVM and of its Python workers. With the tasks
-working in chunks of ``task_chunk_bytes`` those peaks should stay near flat;
-the same two runs with a budget larger than any task (1 GiB: a task holds all
-it reads, as before the chunks) show what the chunks save.
+working in chunks of ``task_chunk_bytes``, and the JVM's limits derived from
+them (:mod:`fusion.runtime.memory_limits`: its heap reserved at start, its
+direct memory capped), those peaks should stay flat; the same two runs with a
+budget larger than any task (1 GiB: a task holds all it reads, as before the
+chunks; Spark's default 1 GiB heap and as much direct memory) show what the
+chunks save.
 
-A JVM's resident peak is mostly its collector's choice (the heap grows toward
-its maximum under allocation, live or not), so the JVM runs with Native
-Memory Tracking and :class:`NativePeaks` reports what its parts committed at
-most: the heap, and direct memory (Arrow's buffers, which hold a task's
-chunks on their way to and from Python).
+The JVM also runs with Native Memory Tracking, and :class:`NativePeaks`
+reports what its parts committed at most: the heap, and direct memory
+(Arrow's buffers, which hold a task's chunks on their way to and from Python).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import FusionError
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.runtime import clients, lag
+from fusion.runtime import clients, lag, memory_limits
 
 SOURCES = 4
 UNBOUNDED = 1 << 30  # a budget no task of these runs reaches
@@ -69,6 +70,9 @@ class MemoryRun:
     jvm_heap_committed_peak_mb: int | None
     jvm_direct_peak_mb: int | None
     driver_python_peak_mb: int | None
+    # The limits the JVM ran with (fusion.runtime.memory_limits, or --heap).
+    jvm_heap_limit_mb: int | None
+    jvm_direct_limit_mb: int | None
     spilled_records: int
     enriched: int
     seconds: float
@@ -92,7 +96,7 @@ def run_memory(
         "kind": "memory",
         "keys": options.keys,
         "sources": SOURCES,
-        "heap": options.heap or "1g (spark.driver.memory's default)",
+        "heap": options.heap or "derived from task_chunk_bytes (fusion.runtime.memory_limits)",
         "date": now_iso(),
         "commit": git_commit(),
         "machine": machine(settings),
@@ -108,9 +112,16 @@ def _config(
     data = base.model_dump(mode="python")
     # The JVM's resident peak is mostly the collector's choice (the heap grows to its
     # maximum under allocation, live or not); its log says what was live after each GC.
-    data["spark"]["conf"]["spark.driver.extraJavaOptions"] = f"-Xlog:gc:file={gc_log} {NMT_OPTION}"
+    data["spark"]["conf"][DRIVER_OPTIONS] = f"-Xlog:gc:file={gc_log} {NMT_OPTION}"
     if options.heap is not None:
         data["spark"]["conf"]["spark.driver.memory"] = options.heap
+    elif budget == UNBOUNDED:
+        # Before the chunks, the JVM's limits: Spark's default heap and as much direct memory.
+        data["spark"]["conf"]["spark.driver.memory"] = "1g"
+    if budget == UNBOUNDED:
+        data["spark"]["conf"][DRIVER_OPTIONS] += f" {memory_limits.DIRECT_OPTION}=" + (
+            options.heap or "1g"
+        )
     data["pipeline"]["max_record_bytes"] = max(base.max_record_bytes, 2 * record_bytes)
     if budget is not None:
         data["pipeline"]["task_chunk_bytes"] = budget
@@ -140,6 +151,7 @@ def _run(
             watch.sample()
         summary = run.stop()
     counts: dict[str, int] = summary["counters"]
+    limits = jvm_limits_mb(config)
     return MemoryRun(
         budget_bytes=config.pipeline.task_chunk_bytes,
         record_bytes=record_bytes,
@@ -151,12 +163,39 @@ def _run(
         jvm_heap_committed_peak_mb=native.peaks.get(HEAP),
         jvm_direct_peak_mb=native.peaks.get(DIRECT),
         driver_python_peak_mb=watch.peaks.get("driver"),
+        jvm_heap_limit_mb=limits.get("heap"),
+        jvm_direct_limit_mb=limits.get("direct"),
         spilled_records=counts.get("tasks.spilled_records", 0),
         enriched=enriched,
         seconds=round(seconds, 1),
     )
 
 
+_SIZE = re.compile(r"^(\d+)([kmgt]?)b?$", re.IGNORECASE)
+_MB_PER_UNIT = {"": 1 / (1 << 20), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1 << 20}
+
+
+def size_mb(text: str) -> int | None:
+    """A JVM size (``512m``, ``1g``, ``1048576``) in MiB."""
+    found = _SIZE.match(text.strip())
+    if found is None:
+        return None
+    return int(int(found.group(1)) * _MB_PER_UNIT[found.group(2).lower()])
+
+
+def jvm_limits_mb(config: PipelineConfig) -> dict[str, int | None]:
+    """The heap and direct-memory limits ``fusion run`` gives the local JVM that runs the tasks."""
+    conf = memory_limits.with_task_limits(
+        config.spark.conf, config.spark.master, config.pipeline.task_chunk_bytes
+    )
+    direct = re.search(rf"{memory_limits.DIRECT_OPTION}=(\S+)", conf.get(DRIVER_OPTIONS, ""))
+    return {
+        "heap": size_mb(conf.get("spark.driver.memory", "1g")),
+        "direct": size_mb(direct.group(1)) if direct else None,
+    }
+
+
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 _AFTER_GC = re.compile(r"\d+M->(\d+)M\(\d+M\)")
 
 
@@ -224,13 +263,17 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"JVM heap: {report.get('heap', '1g')}.",
         "",
+        "The limits (in brackets) are those `fusion run` derives from `task_chunk_bytes` and "
+        "the task slots (`fusion.runtime.memory_limits`), unless `--heap` sets the heap; "
+        "`fusion run` commits the heap when it starts.",
+        "",
         "Peak resident memory (`VmHWM`) of `fusion run`'s processes; local mode, "
         "so the JVM runs the tasks. The JVM's heap and direct memory: the most each "
         "committed (Native Memory Tracking, sampled each second).",
         "",
         "| task_chunk_bytes | record | records | MB in | Python worker MB | JVM MB "
-        "| JVM heap committed MB | JVM direct MB | JVM heap after GC MB | driver Python MB "
-        "| spilled records | enriched | s |",
+        "| JVM heap committed MB (limit) | JVM direct MB (limit) | JVM heap after GC MB "
+        "| driver Python MB | spilled records | enriched | s |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in report["runs"]:
@@ -242,7 +285,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| {r['budget_bytes'] >> 20} MiB | {r['record_bytes']:,} B | {r['records']:,} "
             f"| {r['megabytes_in']:,} | {r['python_worker_peak_mb']} | {r['jvm_peak_mb']} "
-            f"| {r.get('jvm_heap_committed_peak_mb')} | {r.get('jvm_direct_peak_mb')} "
+            f"| {r.get('jvm_heap_committed_peak_mb')} ({r.get('jvm_heap_limit_mb')}) "
+            f"| {r.get('jvm_direct_peak_mb')} ({r.get('jvm_direct_limit_mb')}) "
             f"| {r['jvm_live_heap_peak_mb']} | {r['driver_python_peak_mb']} "
             f"| {r['spilled_records']:,} | {r['enriched']:,} | {r['seconds']} |"
         )

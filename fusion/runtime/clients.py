@@ -19,10 +19,11 @@ from elasticsearch import ApiError, Elasticsearch
 from elasticsearch import TransportError as ESTransportError
 
 from fusion import jvm
+from fusion.core.config import PipelineConfig
 from fusion.core.errors import CredentialsError, ServiceUnavailableError, TlsTrustError
 from fusion.core.settings import ElasticsearchSettings, KafkaSettings, Settings
 from fusion.infra.artifacts import ArtifactCache
-from fusion.runtime import daemon, spark_logs
+from fusion.runtime import daemon, memory_limits, spark_logs
 from fusion.runtime.faults import ENV_NAMES
 from fusion.runtime.shipping import package_zip
 
@@ -185,7 +186,10 @@ def preloading_daemon(
 
 
 def spark_session(
-    settings: Settings, app_name: str | None = None, submitted: bool = False
+    settings: Settings,
+    app_name: str | None = None,
+    submitted: bool = False,
+    reserve_memory: bool = False,
 ) -> SparkSession:
     """A SparkSession with the Kafka connector on ``spark.jars`` and the configured state store.
 
@@ -193,7 +197,8 @@ def spark_session(
     own Ivy resolver is never asked, so no repository beyond Maven's is needed.
     Fusion's own packages reach the executors as a zip (:mod:`fusion.runtime.shipping`).
     Under ``spark-submit`` (``submitted``), master, jars and py-files come from
-    its command line instead.
+    its command line instead. ``reserve_memory``: the JVM that runs the tasks
+    commits its heap at start (``fusion run``; :mod:`fusion.runtime.memory_limits`).
     """
     from pyspark.sql import SparkSession
 
@@ -212,6 +217,11 @@ def spark_session(
         builder = builder.master(settings.spark.master)
         conf = settings.spark.as_spark_conf(spark_jars(settings))
     conf = preloading_daemon(conf, settings.spark.master, python, submitted)
+    if isinstance(settings, PipelineConfig):
+        # What the tasks hold is bounded by their chunks: so is the JVM that runs them.
+        chunk = settings.pipeline.task_chunk_bytes
+        master = settings.spark.master
+        conf = memory_limits.with_task_limits(conf, master, chunk, reserve_memory)
     # The tests' fault injection must reach the executors' Python workers too.
     conf |= {
         f"spark.executorEnv.{name}": os.environ[name] for name in ENV_NAMES if name in os.environ

@@ -136,8 +136,10 @@ def start_foreach_batch(
     checkpoint = config.checkpoint(stage.name)
     _refuse_an_unmarked_replay(CheckpointFiles(stream.sparkSession, checkpoint), stage, marker)
     settings = dict(conf or {})
-    # A task's Arrow batches no larger than the chunks it works in (tasks.byte_chunks).
-    settings.setdefault(ARROW_BATCH_BYTES, str(config.pipeline.task_chunk_bytes))
+    # The Arrow batches a task's Python worker gets: a share of the chunks it works in.
+    settings.setdefault(
+        ARROW_BATCH_BYTES, str(tasks.arrow_batch_bytes(config.pipeline.task_chunk_bytes))
+    )
     if is_local(checkpoint):
         # Hadoop's FileContext API renames through symlink checks that, on a local
         # disk without Hadoop's native library, start a `readlink` process per

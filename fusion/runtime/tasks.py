@@ -129,13 +129,37 @@ def partition_function(
         # One chunk at a time: the task holds a chunk's records and what they
         # bring, not its partition's. The writer still publishes every chunk's
         # output in the task's one transaction (it adds the counts up).
+        budget = arrow_batch_bytes(job.config.pipeline.task_chunk_bytes)
         for chunk in byte_chunks(batches, job.config.pipeline.task_chunk_bytes):
             done = work(job, pa.Table.from_batches(chunk))
             for output in [done] if isinstance(done, TaskOutput) else done:
-                yield make_batch(output)
+                yield from arrow_slices(make_batch(output), budget)
         _freeze_once()
 
     return run
+
+
+# Arrow batches, both ways, of a quarter chunk: the JVM keeps each in direct
+# memory, in a buffer rounded up to a power of two, per task and direction.
+# Whole-chunk batches took 150 MB of direct memory at 500 KB records, quarter
+# ones 66 MB (docs/benchmark.md, memory); the task still works in whole chunks.
+ARROW_SHARE = 4
+
+
+def arrow_batch_bytes(chunk_bytes: int) -> int:
+    """The size of the Arrow batches between a task's JVM and its Python worker."""
+    return max(1, chunk_bytes // ARROW_SHARE)
+
+
+def arrow_slices(batch: pa.RecordBatch, budget: int) -> Iterator[pa.RecordBatch]:
+    """``batch`` in slices of about ``budget`` bytes (whole rows; a larger row alone)."""
+    rows = batch.num_rows
+    if batch.nbytes <= budget or rows <= 1:
+        yield batch
+        return
+    step = max(1, rows * budget // batch.nbytes)
+    for start in range(0, rows, step):
+        yield batch.slice(start, step)
 
 
 def byte_chunks(batches: Iterable[pa.RecordBatch], budget: int) -> Iterator[list[pa.RecordBatch]]:

@@ -55,3 +55,21 @@ Total: reserved=2520MB, committed=1029MB
                             (malloc=146MB #420)
 """
     assert native_memory_mb(summary) == {HEAP: 512, "Class": 26, DIRECT: 146}
+
+
+def test_the_memory_report_states_the_limits_fusion_run_derives() -> None:
+    from fusion.bench.memory import jvm_limits_mb, size_mb
+    from fusion.core.config import PipelineConfig
+
+    assert [size_mb(t) for t in ("512m", "1g", "2G", "1048576", "x")] == [512, 1024, 2048, 1, None]
+    data = {
+        "pipeline": {"name": "p", "key_field": "id", "task_chunk_bytes": 32 << 20},
+        "sources": [{"name": "a"}, {"name": "b"}],
+        "spark": {"master": "local[4,4]", "conf": {"spark.driver.extraJavaOptions": "-Xlog:gc"}},
+    }
+    assert jvm_limits_mb(PipelineConfig.model_validate(data)) == {
+        "heap": 256 + 8 * 4 * 32,
+        "direct": 128 + 4 * 4 * 32,
+    }
+    data["spark"]["conf"]["spark.driver.memory"] = "3g"
+    assert jvm_limits_mb(PipelineConfig.model_validate(data))["heap"] == 3072
