@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help install provision test test-es9 unit integration lint demo bench bench-scale bench-sustain bench-memory infra-up infra-down infra-status clean
+.PHONY: help install provision test test-es9 test-compose test-containers unit integration lint demo bench bench-scale bench-sustain bench-memory infra-up infra-down infra-status clean
 
 help:
 	@echo "make demo     set everything up, start Kafka + Elasticsearch, run the demo"
@@ -14,6 +14,8 @@ help:
 	@echo "make bench-sustain  the highest steady rate the pipeline keeps up with, and its latency"
 	@echo "make bench-memory   executor peak memory with records of 1 KB and of 500 KB"
 	@echo "make test-es9 the end-to-end, bad-input, lifecycle and reconcile tests on Elasticsearch $(ES9_VERSION)"
+	@echo "make test-compose  docker compose up on a Docker engine (a private one if need be): the"
+	@echo "              pipeline on a Spark cluster of 2 workers, checked from this machine"
 	@echo "make lint     ruff + mypy"
 	@echo "make unit     fast tests, no servers"
 
@@ -44,6 +46,20 @@ test-es9: provision
 	$(BIN)/pip install --quiet -e ".[dev,es9]"
 	FUSION_RUNTIME_ES_VERSION=$(ES9_VERSION) $(BIN)/fusion infra fetch --only elasticsearch
 	FUSION_TEST_ES_VERSION=$(ES9_VERSION) $(BIN)/pytest $(ES9_TESTS) $(PYTEST_ARGS)
+
+# The compose project on a real Docker engine, images built offline (tests/compose/).
+test-compose: provision
+	$(BIN)/pip install --quiet -e ".[dev,compose]"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest tests/compose $(PYTEST_ARGS)
+
+# The integration fixtures in their testcontainers mode, on the same engine and the offline
+# image: the outage tests pause and unpause the containers.
+CONTAINER_TESTS ?= tests/integration/test_outages.py tests/integration/test_pipeline_end_to_end.py
+test-containers: provision
+	$(BIN)/pip install --quiet -e ".[dev,compose]"
+	eval "$$($(BIN)/fusion infra docker)" && $(BIN)/fusion infra images \
+		&& FUSION_TEST_IMAGE=fusion:latest TESTCONTAINERS_RYUK_DISABLED=true \
+		$(BIN)/pytest $(CONTAINER_TESTS) $(PYTEST_ARGS)
 
 unit: install
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

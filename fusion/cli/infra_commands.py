@@ -117,3 +117,37 @@ def infra_fetch_command(args: argparse.Namespace, settings: Settings) -> int:
             cache.fetch(name)
     out.print(f"artifacts ready in {cache.root}")
     return 0
+
+
+def infra_docker_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.infra import docker
+
+    if args.stop:
+        root, host = docker.private_host(settings.runtime.home)
+        docker.stop(docker.Engine(host, root))
+        err.print(f"stopped the private Docker engine at {host}", highlight=False)
+        return 0
+    with err.status("finding a Docker engine"):
+        engine = docker.find_or_start(settings.runtime.home)
+    if engine.host is not None:
+        out.print(f"export DOCKER_HOST={engine.host}", highlight=False)
+    return 0
+
+
+def infra_images_command(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
+    from fusion.infra import docker
+
+    repo = Path.cwd()
+    if not (repo / "Dockerfile.offline").is_file():
+        raise ConfigError(
+            "images", str(repo), "run it in Fusion's source checkout (Dockerfile.offline is there)"
+        )
+    with err.status("finding a Docker engine") as spinner:
+        engine = docker.find_or_start(settings.runtime.home)
+        logs = settings.runtime.home / "logs" / "images"
+        docker.build_images(engine, repo, logs, on_step=lambda step: spinner.update(step))
+    host = f" (DOCKER_HOST={engine.host})" if engine.host else ""
+    out.print(f"images {docker.BASE_IMAGE} and {docker.PROJECT_IMAGE} ready{host}", highlight=False)
+    return 0

@@ -26,8 +26,10 @@ from fusion.cli import parser as cli_parser
 from fusion.cli.bench_commands import bench_command, bench_scale_command
 from fusion.cli.console import err, out, pipeline_of
 from fusion.cli.infra_commands import (
+    infra_docker_command,
     infra_down_command,
     infra_fetch_command,
+    infra_images_command,
     infra_logs_command,
     infra_status_command,
     infra_up_command,
@@ -163,6 +165,8 @@ HANDLERS: dict[str, Handler] = {
     "infra status": infra_status_command,
     "infra logs": infra_logs_command,
     "infra fetch": infra_fetch_command,
+    "infra docker": infra_docker_command,
+    "infra images": infra_images_command,
     "check": check_command,
     "run": run_command,
     "generate": generate_command,

@@ -74,6 +74,21 @@ def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -
     fetch.add_argument(
         "--only", choices=ARTIFACT_SETS, help="fetch one set only: " + ", ".join(ARTIFACT_SETS)
     )
+    docker = actions.add(
+        "docker",
+        "find a Docker engine, or start a private one under FUSION_HOME (installing docker.io "
+        "with apt if need be), and print its DOCKER_HOST",
+        "fusion infra docker",
+        "fusion infra docker --stop",
+    )
+    docker.add_argument("--stop", action="store_true", help="stop the private engine")
+    actions.add(
+        "images",
+        "build the images docker-compose.offline.yml runs, without a registry: a Debian base "
+        "(debootstrap) and fusion:latest (Dockerfile.offline)",
+        "fusion infra images && docker compose -f docker-compose.yml "
+        "-f docker-compose.offline.yml up",
+    )
 
 
 def add_bench(commands: Commands) -> None:

@@ -67,3 +67,33 @@ class CompileError(InfraError):
             f"Fusion's JVM classes did not compile against pyspark's jars ({detail}): "
             "reinstall Fusion with the pyspark version it pins"
         )
+
+
+class EngineError(InfraError):
+    """No Docker engine answers, and none could be started here."""
+
+
+class BuildStepError(InfraError):
+    """A step of building the images failed; its log says why."""
+
+    def __init__(self, step: str, log: str) -> None:
+        self.step = step
+        self.log = log
+        super().__init__(f"building the images failed at {step!r}: its log is {log}")
+
+
+class ComposeError(InfraError):
+    """docker compose failed."""
+
+
+class ServiceNotHealthyError(InfraError):
+    """A compose service did not become healthy (or a one-shot failed); the project is down."""
+
+    def __init__(self, service: str, state: str, log_tail: str) -> None:
+        self.service = service
+        self.state = state
+        self.log_tail = log_tail
+        super().__init__(
+            f"compose service {service!r} did not become healthy ({state}); the project was "
+            f"taken down; its last log lines:\n{log_tail}"
+        )

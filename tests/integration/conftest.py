@@ -57,8 +57,17 @@ def _docker_available() -> bool:
     return True
 
 
+# Where no image can be pulled: Fusion's offline project image (`fusion infra images`),
+# which runs Kafka and Elasticsearch from Maven Central artifacts (`make test-containers`).
+OFFLINE_IMAGE_ENV = "FUSION_TEST_IMAGE"
+
+
 @contextlib.contextmanager
 def _containers() -> Iterator[Endpoints]:
+    if os.environ.get(OFFLINE_IMAGE_ENV):
+        with _offline_containers(os.environ[OFFLINE_IMAGE_ENV]) as endpoints:
+            yield endpoints
+        return
     from testcontainers.community.elasticsearch import ElasticSearchContainer
     from testcontainers.community.kafka import KafkaContainer
 
@@ -75,6 +84,58 @@ def _containers() -> Iterator[Endpoints]:
         _CONTAINERS.update(kafka=kafka, elasticsearch=es)
         es_url = es.get_url()
         yield Endpoints(kafka.get_bootstrap_server(), es_url, KAFKA_IMAGE, _es_version(es_url))
+
+
+@contextlib.contextmanager
+def _offline_containers(image: str) -> Iterator[Endpoints]:
+    """Kafka and Elasticsearch as containers of ``image`` (docker/kafka.sh, elasticsearch.sh).
+
+    Each listens on a host port chosen first: Kafka advertises its host port,
+    which must be known before the broker starts.
+    """
+    from testcontainers.core.container import DockerContainer
+
+    kafka_port, es_port = free_port(), free_port()
+    advertised = f"INTERNAL://localhost:29092,HOST://127.0.0.1:{kafka_port}"
+    kafka = (
+        DockerContainer(image)
+        .with_command("kafka.sh")
+        .with_env("FUSION_KAFKA_ADVERTISED", advertised)
+        .with_bind_ports(9092, kafka_port)
+    )
+    es = DockerContainer(image).with_command("elasticsearch.sh").with_bind_ports(9200, es_port)
+    with kafka, es:
+        _CONTAINERS.update(kafka=kafka, elasticsearch=es)
+        bootstrap, es_url = f"127.0.0.1:{kafka_port}", f"http://127.0.0.1:{es_port}"
+        _wait_until(lambda: _kafka_answers(bootstrap), "Kafka in a container", kafka)
+        _wait_until(lambda: _es_answers(es_url), "Elasticsearch in a container", es)
+        yield Endpoints(bootstrap, es_url, f"{image} (kafka.sh)", _es_version(es_url))
+
+
+def _wait_until(answers: Callable[[], bool], what: str, container: Any) -> None:
+    deadline = time.monotonic() + 180
+    while not answers():
+        if time.monotonic() > deadline:
+            logs = container.get_wrapped_container().logs(tail=20).decode(errors="replace")
+            raise RuntimeError(f"{what} did not answer in 180 s; its last log lines:\n{logs}")
+        time.sleep(1)
+
+
+def _kafka_answers(bootstrap: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return bool(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=3).brokers)
+    except Exception:
+        return False
+
+
+def _es_answers(url: str) -> bool:
+    try:
+        _es_version(url)
+    except Exception:
+        return False
+    return True
 
 
 Service = Literal["kafka", "elasticsearch"]

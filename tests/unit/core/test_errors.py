@@ -79,7 +79,13 @@ def _every_error_class() -> set[type[FusionError]]:
 def _samples() -> list[FusionError]:
     from acks.errors import AckError
     from fusion.bench.errors import IdleError, PipelineProcessError, SustainError
-    from fusion.infra.errors import CompileError
+    from fusion.infra.errors import (
+        BuildStepError,
+        CompileError,
+        ComposeError,
+        EngineError,
+        ServiceNotHealthyError,
+    )
     from fusion.runtime.errors import (
         FencedError,
         IndexAccessError,
@@ -104,6 +110,10 @@ def _samples() -> list[FusionError]:
         TlsTrustError("Elasticsearch", "https://127.0.0.1:9200", "certificate verify failed"),
         InfraError("no log yet at /x: start the servers with `fusion infra up`"),
         CompileError("javac: error"),
+        EngineError("no Docker engine answers and dockerd is not installed: apt-get install"),
+        BuildStepError("debootstrap", "/root/.cache/fusion/logs/images/debootstrap.log"),
+        ComposeError("docker compose up failed: no such image fusion:latest"),
+        ServiceNotHealthyError("kafka", "unhealthy", "line 1\nline 2"),
         WaitTimeoutError("every key enriched (60 s)", "the queries run too slowly"),
         SparkGoneError("Py4JNetworkError: Answer from Java side is empty"),
         QueryFailedError("counter", "RocksDB is out of disk"),
