@@ -16,6 +16,7 @@ help:
 	@echo "make test-es9 the end-to-end, bad-input, lifecycle and reconcile tests on Elasticsearch $(ES9_VERSION)"
 	@echo "make test-compose  docker compose up on a Docker engine (a private one if need be): the"
 	@echo "              pipeline on a Spark cluster of 2 workers, checked from this machine"
+	@echo "make test-containers  the outage and end-to-end tests in testcontainers mode, same engine"
 	@echo "make lint     ruff + mypy"
 	@echo "make unit     fast tests, no servers"
 

@@ -94,17 +94,26 @@ def _offline_containers(image: str) -> Iterator[Endpoints]:
     which must be known before the broker starts.
     """
     from testcontainers.core.container import DockerContainer
+    from testcontainers.core.network import Network
 
     kafka_port, es_port = free_port(), free_port()
     advertised = f"INTERNAL://localhost:29092,HOST://127.0.0.1:{kafka_port}"
+    # A network of their own: an engine may have no default bridge (`fusion infra docker`).
+    network = Network()
     kafka = (
         DockerContainer(image)
         .with_command("kafka.sh")
         .with_env("FUSION_KAFKA_ADVERTISED", advertised)
         .with_bind_ports(9092, kafka_port)
+        .with_network(network)
     )
-    es = DockerContainer(image).with_command("elasticsearch.sh").with_bind_ports(9200, es_port)
-    with kafka, es:
+    es = (
+        DockerContainer(image)
+        .with_command("elasticsearch.sh")
+        .with_bind_ports(9200, es_port)
+        .with_network(network)
+    )
+    with network, kafka, es:
         _CONTAINERS.update(kafka=kafka, elasticsearch=es)
         bootstrap, es_url = f"127.0.0.1:{kafka_port}", f"http://127.0.0.1:{es_port}"
         _wait_until(lambda: _kafka_answers(bootstrap), "Kafka in a container", kafka)
@@ -159,6 +168,9 @@ class ServerControl:
         self.containers = containers
         self.endpoints = endpoints
         self.stopped: list[Service] = []
+        # A stopped process refuses connections; a paused container accepts them and
+        # answers nothing until it is unpaused.
+        self.refuses = runtime is not None
 
     def require(self, guarantee: str) -> None:
         """Skip (loudly) unless this fixture mode lets a test stop the servers."""

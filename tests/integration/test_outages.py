@@ -92,7 +92,9 @@ def test_elasticsearch_stopped_for_30_seconds_mid_run(
             server_control.start()
 
         run.wait_for(lambda: run.metrics.get("enricher.enriched") == 60, 240, "the second wave")
-        assert run.metrics.get("es.retries") > 0
+        if server_control.refuses:  # a stopped node refuses: the stages retried
+            assert run.metrics.get("es.retries") > 0
+        # A paused container refuses nothing: a stage's request waits for it, no retry needed.
         # The health probe clears the alert on its next look (the last batch can beat it).
         run.wait_for(
             lambda: "Elasticsearch unavailable" not in pipeline.status_line(run.metrics),
