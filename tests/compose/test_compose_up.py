@@ -37,6 +37,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import RuntimeSettings
 from fusion.infra import docker
 from fusion.infra.compose import Project
+from fusion.infra.errors import ServiceNotHealthyError
 from fusion.infra.process import free_port
 from tests.integration.pipelines import assert_exact_join
 
@@ -159,3 +160,28 @@ def test_compose_runs_the_pipeline_on_both_workers_exactly_once_through_kills(
 
     # Every complete key of both waves fired once, enriched once, equal to the join.
     assert_exact_join(config, config, want)
+
+
+def test_a_service_that_never_becomes_healthy_is_named_with_its_log_and_taken_down(
+    engine: docker.Engine, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text(
+        "services:\n"
+        "  elasticsearch:\n"
+        "    healthcheck:\n"
+        '      test: ["CMD", "false"]\n'
+        "      interval: 1s\n"
+        "      retries: 2\n"
+    )
+    ports = {f"FUSION_COMPOSE_{name}_PORT": str(free_port()) for name in ("KAFKA", "ES")}
+    name = f"fusion-broken-{uuid.uuid4().hex[:8]}"
+    project = Project(engine, name, (*FILES, broken), ports)
+    with pytest.raises(ServiceNotHealthyError) as failed:
+        project.up(timeout=300)
+    assert failed.value.service == "elasticsearch"
+    assert failed.value.log_tail.strip(), "its last log lines"
+    left = engine.docker(
+        "ps", "--all", "--quiet", "--filter", f"label=com.docker.compose.project={name}"
+    )
+    assert left.stdout.strip() == "", "docker compose down ran"
