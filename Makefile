@@ -56,11 +56,13 @@ test-compose: provision
 # The integration fixtures in their testcontainers mode, on the same engine and the offline
 # image: the outage tests pause and unpause the containers.
 CONTAINER_TESTS ?= tests/integration/test_outages.py tests/integration/test_pipeline_end_to_end.py
+# The private engine (if it is the one used) is stopped afterwards; its images are kept.
 test-containers: provision
 	$(BIN)/pip install --quiet -e ".[dev,compose]"
 	eval "$$($(BIN)/fusion infra docker)" && $(BIN)/fusion infra images \
 		&& FUSION_TEST_IMAGE=fusion:latest TESTCONTAINERS_RYUK_DISABLED=true \
-		$(BIN)/pytest $(CONTAINER_TESTS) $(PYTEST_ARGS)
+		$(BIN)/pytest $(CONTAINER_TESTS) $(PYTEST_ARGS); \
+		status=$$?; $(BIN)/fusion infra docker --stop; exit $$status
 
 unit: install
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
