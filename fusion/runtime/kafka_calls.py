@@ -47,6 +47,12 @@ TRANSIENT = frozenset(
         KafkaError._TRANSPORT,
         KafkaError._ALL_BROKERS_DOWN,
         KafkaError._WAIT_COORD,
+        # A partition's leadership moving, or a client's metadata older than the broker's
+        # (seen after a broker was paused and came back): ask again once metadata is fresh.
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
     }
 )
 FENCED = frozenset(

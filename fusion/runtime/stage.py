@@ -43,6 +43,7 @@ from fusion.runtime.checkpoint import (
 )
 from fusion.runtime.errors import MarkersGoneError, StageError
 from fusion.runtime.exactly_once import OutRecord, TransactionalOutput
+from fusion.runtime.kafka_calls import retry_kafka
 from fusion.runtime.markers import REPLAY_ALERT, REPLAY_UNMARKED, Marker, replay_unmarked
 from fusion.runtime.metrics import Metrics
 
@@ -284,7 +285,12 @@ class BatchStage:
             return []
         starts = {tp: o for tp, o in before[1].items() if tp[0] in self.source_of}
         admin = clients.shared_kafka_admin(self.config.kafka)  # asked every batch: one per process
-        earliest = data_loss.earliest_offsets(admin, starts)
+        earliest = retry_kafka(
+            lambda: data_loss.earliest_offsets(admin, starts),
+            self.config.pipeline.retry_budget_seconds,
+            "the sources' earliest offsets",
+            on_retry=lambda line: self.metrics.alert(KAFKA_ALERT, line),
+        )
         return data_loss.lost_ranges(starts, now[1], earliest)
 
     def run(self, batch: DataFrame, job: tasks.Job) -> list[tasks.TaskCount]:

@@ -62,3 +62,12 @@ def test_kafka_errors_are_told_apart_by_their_code(code: int, kind: str, exit_co
     error = classify(KafkaError(code, "detail", fatal=True), "fusion-p-single@t-0", "b:9092")
 
     assert type(error).__name__ == kind and error.code() == exit_code
+
+
+def test_a_leader_epoch_older_than_the_brokers_is_not_now() -> None:
+    # A broker paused and back: list_offsets answered FENCED_LEADER_EPOCH, and a
+    # query died of it (make test-containers). Fresh metadata makes the call pass.
+    calls, call = _failing(KafkaError.FENCED_LEADER_EPOCH, KafkaError.NOT_LEADER_FOR_PARTITION)
+
+    assert retry_kafka(call, budget=30, what="the earliest offsets") == "done"  # type: ignore[arg-type]
+    assert len(calls) == 3
