@@ -90,15 +90,16 @@ class Project:
         started = self.compose("up", "--detach", "--no-build", check=False)
         deadline = time.monotonic() + timeout
         while True:
-            failed = self._failed()
+            services = self.services()  # one `ps` per look
+            failed = _failed(services)
             if failed is None and started.returncode != 0:
                 self.down()  # compose itself failed (no image, a port taken): its own words
                 tail = "\n".join(started.stderr.splitlines()[-LOG_LINES:])
                 raise ComposeError(f"docker compose up failed:\n{tail}")
-            if failed is not None or self._ready():
+            if failed is not None or self._not_ready(services) is None:
                 break
             if time.monotonic() > deadline:
-                failed = self._not_ready() or Service("?", "timeout", "", 0)
+                failed = self._not_ready(services) or Service("?", "timeout", "", 0)
                 break
             time.sleep(2)
         if failed is None:
@@ -108,21 +109,8 @@ class Project:
         state = failed.health or f"{failed.state}, exit code {failed.exit_code}"
         raise ServiceNotHealthyError(failed.name, state, tail)
 
-    def _failed(self) -> Service | None:
-        for service in self.services():
-            if service.health == "unhealthy":
-                return service
-            if service.state == "exited" and service.exit_code != 0:
-                return service
-            if service.state == "restarting":  # it failed once already: say why now
-                return service
-        return None
-
-    def _ready(self) -> bool:
-        return self._not_ready() is None
-
-    def _not_ready(self) -> Service | None:
-        for service in self.services():
+    def _not_ready(self, services: list[Service]) -> Service | None:
+        for service in services:
             if service.name in self.one_shots:
                 if service.state != "exited":
                     return service
@@ -132,6 +120,18 @@ class Project:
 
     def down(self) -> None:
         self.compose("down", "--volumes", "--remove-orphans", "--timeout", "20", check=False)
+
+
+def _failed(services: list[Service]) -> Service | None:
+    """A service that is unhealthy, restarting (it failed once already), or exited non-zero."""
+    for service in services:
+        if service.health == "unhealthy":
+            return service
+        if service.state == "exited" and service.exit_code != 0:
+            return service
+        if service.state == "restarting":
+            return service
+    return None
 
 
 def _json_rows(text: str) -> list[dict[str, object]]:

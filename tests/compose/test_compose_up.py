@@ -111,7 +111,7 @@ def _wait(condition: Any, what: str, up: Project, timeout: float = DEADLINE) -> 
             states = {s.name: (s.state, s.exit_code) for s in up.services()}
             logs = {name: up.logs(name, 30) for name in ("indexers", "counter", "enricher")}
             pytest.fail(f"{what}: not within {timeout:.0f} s; services {states}; logs {logs}")
-        time.sleep(2)
+        time.sleep(0.5)
 
 
 def _inspect(up: Project, container: str, template: str) -> str:
