@@ -18,16 +18,23 @@ from typing import TYPE_CHECKING, Any
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
 from fusion.counter.query import engine_here, start_counter
+from fusion.elastic import client as es_client
+from fusion.elastic import indexes as es_indexes
 from fusion.enricher.query import start_enricher
-from fusion.runtime import clients, daemon, lag, spark_logs, topology
-from fusion.runtime.figures import Figures
-from fusion.runtime.health import HealthWatch
-from fusion.runtime.listener import ProgressListener
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.prometheus import MetricsServer, PipelineCollector
-from fusion.runtime.watch import ctrl_c_stops_at_next_poll, driver_memory, run_until
+from fusion.kafka import client as kafka_client
+from fusion.kafka import lag
+from fusion.kafka import topics as kafka_topics
+from fusion.observe.figures import Figures
+from fusion.observe.metrics import Metrics
+from fusion.ops.health import HealthWatch
+from fusion.ops.prometheus import MetricsServer, PipelineCollector
 from fusion.single import QUERY as SINGLE
 from fusion.single import start_single
+from fusion.spark import daemon
+from fusion.spark import logs as spark_logs
+from fusion.spark.listener import ProgressListener
+from fusion.spark.session import spark_session
+from fusion.spark.watch import ctrl_c_stops_at_next_poll, driver_memory, run_until
 from indexers.query import start_indexer
 
 if TYPE_CHECKING:
@@ -95,10 +102,10 @@ def select(config: PipelineConfig, only: str | None) -> Selection:
 
 def prepare(config: PipelineConfig) -> None:
     """Check both servers answer, then create missing topics and indexes."""
-    clients.check_kafka(config.kafka)
-    clients.check_elasticsearch(config.elasticsearch)
-    topology.ensure_topics(config)
-    topology.ensure_indexes(clients.elasticsearch(config.elasticsearch), config)
+    kafka_client.check(config.kafka)
+    es_client.check(config.elasticsearch)
+    kafka_topics.ensure_topics(config)
+    es_indexes.ensure_indexes(es_client.connect(config.elasticsearch), config)
 
 
 def start(
@@ -148,9 +155,9 @@ def execute(
 ) -> None:
     """Prepare topics and indexes, run the selected queries until done or idle, stop them.
 
-    While they run, a :class:`~fusion.runtime.health.HealthWatch` checks both servers
+    While they run, a :class:`~fusion.ops.health.HealthWatch` checks both servers
     every few seconds and puts an outage first on the status line, and with
-    ``[metrics] port`` set a :class:`~fusion.runtime.prometheus.MetricsServer` serves
+    ``[metrics] port`` set a :class:`~fusion.ops.prometheus.MetricsServer` serves
     the metrics to Prometheus.
     """
     if selection.counter or selection.single:
@@ -164,9 +171,7 @@ def execute(
             server = stack.enter_context(metrics_server(config, stages, metrics))
             hooks.say(f"Prometheus metrics at {server.url}")
         app = f"fusion-{config.name}"
-        spark = clients.spark_session(
-            config, app_name=app, submitted=submitted, reserve_memory=True
-        )
+        spark = spark_session(config, app_name=app, submitted=submitted, reserve_memory=True)
         if not (config.spark.log_to_console or submitted):  # spark-submit logs its own way
             hooks.say(f"Spark's log: {spark_logs.log_file(config.spark, config.runtime.home, app)}")
         daemon.start_workers(spark)

@@ -36,15 +36,11 @@ from fusion.core.errors import ConfigError
 from fusion.counter import processor
 from fusion.counter.decisions import Rules
 from fusion.counter.query import CounterBatch, rules_json, start_with_clock
-from fusion.runtime.checkpoint import CheckpointFiles
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.stage import (
-    KAFKA_COLUMNS,
-    fault_settings,
-    read_kafka,
-    writer_spec,
-)
-from fusion.runtime.tasks import Job, partition_function
+from fusion.observe.metrics import Metrics
+from fusion.spark.checkpoint import CheckpointFiles
+from fusion.spark.jvm_writer import fault_settings, writer_spec
+from fusion.spark.queries import KAFKA_COLUMNS, read_kafka
+from fusion.spark.tasks import Job, partition_function
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
 from indexers.task import IndexPartition
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from acks.contract import Ack
 from fusion.core.events import iso_utc
-from fusion.runtime.tasks import OUTPUT_COLUMNS, output_columns
+from fusion.spark.tasks import OUTPUT_COLUMNS, output_columns
 from indexers.task import Indexed
 
 HANDOFF_COLUMNS = (

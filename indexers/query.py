@@ -4,7 +4,7 @@ Spark reads the source topics (``read_committed``); each micro-batch runs one
 executor task per Kafka partition (:mod:`indexers.task`: parse, bulk-write
 with ``refresh=wait_for`` into the partition's source index, then the acks
 and dead letters in one Kafka transaction); the driver adds up the tasks'
-counts and commits the batch (:class:`fusion.runtime.stage.BatchStage`).
+counts and commits the batch (:class:`fusion.spark.stage.BatchStage`).
 
 One query reads every source by default (``indexers``): each query pays a
 fixed planning and commit cost per micro-batch, whatever its size, so one
@@ -24,11 +24,12 @@ import json
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
-from fusion.runtime import lag
-from fusion.runtime.checkpoint import CheckpointFiles
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.stage import BatchStage, read_kafka, start_foreach_batch
-from fusion.runtime.tasks import Work
+from fusion.kafka import lag
+from fusion.observe.metrics import Metrics
+from fusion.spark.checkpoint import CheckpointFiles
+from fusion.spark.queries import read_kafka, start_foreach_batch
+from fusion.spark.stage import BatchStage
+from fusion.spark.tasks import Work
 from indexers.task import IndexPartition
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@
    rejected documents become dead letters;
 4. only now hand the dead letters and one ack per confirmed, searchable
    document to the executor's writer, which publishes them in one Kafka
-   transaction with the batch marker (:mod:`fusion.runtime.tasks`), or
+   transaction with the batch marker (:mod:`fusion.spark.tasks`), or
    nothing if this partition's batch was published already.
 
 A crash anywhere fails the task; Spark retries it (or replays the batch),
@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 from acks.contract import Ack
 from acks.kafka import ack_records
 from fusion.core.events import dead_letter_records, now_utc
-from fusion.runtime.bulk import Confirmed, Target, write_documents
-from fusion.runtime.faults import crash_point
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy
-from fusion.runtime.tasks import Job, TaskOutput, column
+from fusion.core.faults import crash_point
+from fusion.elastic.bulk import Confirmed, Target, write_documents
+from fusion.elastic.retry import RetryPolicy
+from fusion.observe.metrics import Metrics
+from fusion.spark.tasks import Job, TaskOutput, column
 from indexers.records import RawRecord, SourceRecord, content_digest, latest_per_key, parse
 
 if TYPE_CHECKING:

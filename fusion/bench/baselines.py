@@ -22,10 +22,11 @@ from fusion.bench.process import PipelineProcess
 from fusion.core.config import CounterEngine, PipelineConfig
 from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings
+from fusion.elastic import client as es_client
 from fusion.enricher.document import FoundDoc, build_enriched
-from fusion.runtime import clients, topology
-from fusion.runtime.figures import Figures
-from fusion.runtime.producer import Publisher
+from fusion.kafka.producer import Publisher
+from fusion.observe.figures import Figures
+from fusion.ops import teardown
 
 OPERATORS = {"jvm": "JVM processor", "python": "Python StatefulProcessor"}
 
@@ -42,7 +43,7 @@ def run_counter_only(
     time after that first batch (Spark's own durations, so query start-up and
     idle triggers do not count). The cold first batch is reported too.
     """
-    topology.delete_all(config)
+    teardown.delete_all(config)
     # The counter alone publishes its events and enriches nothing (the acks name no documents).
     config = config.model_copy(
         update={
@@ -73,7 +74,7 @@ def run_counter_only(
     # Spark has reported the progress of each batch that read acks.
     with PipelineProcess(config, workdir, only="counter", stop_when_idle=3) as run:
         counts: dict[str, int] = run.finish()["counters"]
-    topology.delete_all(config)
+    teardown.delete_all(config)
     figures = Figures(counts)
     rows, busy = figures.input_records("counter"), figures.batch_seconds("counter")
     cold_rows, cold_seconds = figures.first_batch("counter")
@@ -95,7 +96,7 @@ def run_counter_only(
 
 def run_floor(settings: Settings, dataset: Dataset, config: PipelineConfig) -> float:
     """Seconds to bulk-index the N·K source documents and K enriched ones straight from Python."""
-    es = clients.elasticsearch(settings.elasticsearch)
+    es = es_client.connect(settings.elasticsearch)
     prefix = f"bench-floor-{uuid.uuid4().hex[:8]}"
     by_topic = {config.topic_of(s): s.name for s in config.sources}
     now = now_iso()

@@ -40,10 +40,12 @@ from fusion.bench.report import git_commit, machine, rounded
 from fusion.core.config import CounterEngine, PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.runtime import clients, lag, topology
-from fusion.runtime.figures import Figures
-from fusion.runtime.metrics import percentiles
-from fusion.runtime.producer import Publisher
+from fusion.elastic import client as es_client
+from fusion.kafka import lag
+from fusion.kafka.producer import Publisher
+from fusion.observe.figures import Figures
+from fusion.observe.metrics import percentiles
+from fusion.ops import teardown
 
 Mode = Literal["naive", "counted", "batched"]
 MODES: tuple[Mode, ...] = ("naive", "counted", "batched")
@@ -129,11 +131,11 @@ def run_mode(
     the other, unmeasured; the counts then cover them too, and the per-key ones
     are over all of them.
     """
-    topology.delete_all(config)
+    teardown.delete_all(config)
     pipeline.prepare(config)
     keys = len(dataset.expected)
     waves = [*warmups, dataset]
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     only = "naive" if mode == "naive" else None
     with PipelineProcess(config, workdir, only=only) as run:
         run.wait_started()
@@ -163,7 +165,7 @@ def run_mode(
     spread = percentiles(latencies)
     figures = Figures(counts)
     requests = figures.lookups
-    topology.delete_all(config)
+    teardown.delete_all(config)
     return ModeResult(
         mode=mode,
         keys=keys,

@@ -21,7 +21,7 @@ from typing import Any
 
 from fusion.core.config import PipelineConfig, SourceConfig
 from fusion.core.events import dumps, iso_utc
-from fusion.runtime.producer import Publisher
+from fusion.kafka.producer import Publisher
 
 Value = Callable[[random.Random], Any]
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)

@@ -27,8 +27,8 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from fusion.bench.report import rounded
 from fusion.core.config import PipelineConfig
-from fusion.runtime import clients
-from fusion.runtime.metrics import percentiles
+from fusion.kafka import client as kafka_client
+from fusion.observe.metrics import percentiles
 
 HOPS = ("index", "count", "enrich")
 
@@ -86,7 +86,7 @@ class TopicTimes:
 
     def _read(self) -> None:
         config = self.config
-        consumer = clients.kafka_consumer(config.kafka, f"bench-hops-{uuid.uuid4().hex}")
+        consumer = kafka_client.consumer(config.kafka, f"bench-hops-{uuid.uuid4().hex}")
         topics = [*self._sources, config.acks_topic, config.ready_topic, config.enriched_topic]
         listed = consumer.list_topics(timeout=30).topics
         consumer.assign(

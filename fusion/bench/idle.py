@@ -31,7 +31,7 @@ from fusion.bench.report import git_commit, machine, write_text_files
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.runtime import clients
+from fusion.kafka import client as kafka_client
 
 SOURCES = 3
 DEADLINE_SECONDS = 5.0
@@ -111,7 +111,7 @@ def _first_record(
     config: PipelineConfig, topic: str, run: PipelineProcess, timeout: float = 120.0
 ) -> tuple[dict[str, Any], float]:
     """The first committed record of ``topic``: its JSON value and Kafka timestamp (seconds)."""
-    consumer = clients.kafka_consumer(config.kafka, f"bench-idle-{uuid.uuid4().hex}")
+    consumer = kafka_client.consumer(config.kafka, f"bench-idle-{uuid.uuid4().hex}")
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + timeout

@@ -6,7 +6,7 @@ about 1 KB, then of about 500 KB, all in one micro-batch. Each run is a
 the tasks), and :func:`~fusion.bench.proctree.watch_peaks` reads the peak
 resident memory of its Spark JVM and of its Python workers. With the tasks
 working in chunks of ``task_chunk_bytes``, and the JVM's limits derived from
-them (:mod:`fusion.runtime.memory_limits`: its heap reserved at start, its
+them (:mod:`fusion.spark.memory_limits`: its heap reserved at start, its
 direct memory capped), those peaks should stay flat; the same two runs with a
 budget larger than any task (1 GiB: a task holds all it reads, as before the
 chunks; Spark's default 1 GiB heap and as much direct memory) show what the
@@ -43,7 +43,9 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import FusionError
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.runtime import clients, lag, memory_limits
+from fusion.elastic import client as es_client
+from fusion.kafka import lag
+from fusion.spark import memory_limits
 
 SOURCES = 4
 UNBOUNDED = 1 << 30  # a budget no task of these runs reaches
@@ -70,7 +72,7 @@ class MemoryRun:
     jvm_heap_committed_peak_mb: int | None
     jvm_direct_peak_mb: int | None
     driver_python_peak_mb: int | None
-    # The limits the JVM ran with (fusion.runtime.memory_limits, or --heap).
+    # The limits the JVM ran with (fusion.spark.memory_limits, or --heap).
     jvm_heap_limit_mb: int | None
     jvm_direct_limit_mb: int | None
     spilled_records: int
@@ -96,7 +98,7 @@ def run_memory(
         "kind": "memory",
         "keys": options.keys,
         "sources": SOURCES,
-        "heap": options.heap or "derived from task_chunk_bytes (fusion.runtime.memory_limits)",
+        "heap": options.heap or "derived from task_chunk_bytes (fusion.spark.memory_limits)",
         "date": now_iso(),
         "commit": git_commit(),
         "machine": machine(settings),
@@ -136,7 +138,7 @@ def _run(
     config = _config(settings, options, record_bytes, budget, gc_log)
     gen = GenOptions(keys=keys, duplicate_rate=0, missing_rate=0, pad_bytes=record_bytes)
     dataset = build_dataset(config, gen)
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     with started_on_fresh_topics(config, "fusion-memory-") as run:
         assert run.process is not None
         with watch_peaks(run.process.pid) as watch, native_peaks(run.process.pid) as native:
@@ -264,7 +266,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"JVM heap: {report.get('heap', '1g')}.",
         "",
         "The limits (in brackets) are those `fusion run` derives from `task_chunk_bytes` and "
-        "the task slots (`fusion.runtime.memory_limits`), unless `--heap` sets the heap; "
+        "the task slots (`fusion.spark.memory_limits`), unless `--heap` sets the heap; "
         "`fusion run` commits the heap when it starts.",
         "",
         "Peak resident memory (`VmHWM`) of `fusion run`'s processes; local mode, "

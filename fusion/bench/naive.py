@@ -23,15 +23,16 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from fusion.core.config import PipelineConfig, SourceConfig
 from fusion.core.events import DeadLetter, dead_letter_records, now_iso
+from fusion.elastic.bulk import Confirmed, Target, write_documents
+from fusion.elastic.retry import RetryPolicy
 from fusion.enricher.document import FoundDoc, enriched_json, enriched_version
 from fusion.enricher.task import EnrichedDoc, enriched_records
+from fusion.kafka.exactly_once import OutRecord
+from fusion.observe.metrics import Metrics
 from fusion.pipeline import Selection
-from fusion.runtime.bulk import Confirmed, Target, write_documents
-from fusion.runtime.exactly_once import OutRecord
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy
-from fusion.runtime.stage import KAFKA_COLUMNS, BatchStage, read_kafka, start_foreach_batch
-from fusion.runtime.tasks import Job, TaskOutput, Work, column
+from fusion.spark.queries import KAFKA_COLUMNS, read_kafka, start_foreach_batch
+from fusion.spark.stage import BatchStage
+from fusion.spark.tasks import Job, TaskOutput, Work, column
 from indexers.records import RawRecord, SourceRecord, parse
 
 if TYPE_CHECKING:

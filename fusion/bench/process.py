@@ -130,16 +130,16 @@ class PipelineProcess:
 def started_on_fresh_topics(config: PipelineConfig, prefix: str) -> Iterator[PipelineProcess]:
     """`fusion run` of ``config`` on new topics and indexes, running; all of it dropped after."""
     from fusion import pipeline
-    from fusion.runtime import topology
+    from fusion.ops import teardown
 
-    topology.delete_all(config)
+    teardown.delete_all(config)
     pipeline.prepare(config)
     try:
         with PipelineProcess(config, Path(tempfile.mkdtemp(prefix=prefix))) as run:
             run.wait_started()
             yield run
     finally:
-        topology.delete_all(config)
+        teardown.delete_all(config)
 
 
 @dataclass(frozen=True)

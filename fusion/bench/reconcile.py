@@ -25,7 +25,8 @@ from fusion.bench.process import timed_command
 from fusion.bench.report import git_commit, machine, write_text_files
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.runtime import clients, topology
+from fusion.elastic import client as es_client
+from fusion.ops import teardown
 
 SOURCES = 4
 
@@ -37,8 +38,8 @@ def run_reconcile(settings: Settings, keys: int = 100_000, on_step: Any = None) 
     )
     dataset = build_dataset(config, GenOptions(keys=keys, duplicate_rate=0, missing_rate=0))
     workdir = Path(tempfile.mkdtemp(prefix="fusion-reconcile-bench-"))
-    es = clients.elasticsearch(config.elasticsearch)
-    topology.delete_all(config)
+    es = es_client.connect(config.elasticsearch)
+    teardown.delete_all(config)
     pipeline.prepare(config)
     try:
         if on_step is not None:
@@ -58,7 +59,7 @@ def run_reconcile(settings: Settings, keys: int = 100_000, on_step: Any = None) 
             err = workdir / "reconcile.err"
             raise PipelineProcessError(f"reconcile enriched {enriched:,} of {keys:,}", err)
     finally:
-        topology.delete_all(config)
+        teardown.delete_all(config)
     return {
         "kind": "reconcile",
         "keys": keys,

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from fusion.core.settings import Settings
+from fusion.elastic import client as es_client
 from fusion.infra.services import local_broker_version
-from fusion.runtime import clients
 
 
 def git_commit() -> str | None:
@@ -44,7 +44,7 @@ def machine(settings: Settings) -> dict[str, Any]:
         "python": platform.python_version(),
         "pyspark": pyspark.__version__,
         "kafka": local_broker_version(settings.kafka.bootstrap) or "unknown (not on this machine)",
-        "elasticsearch": clients.check_elasticsearch(settings.elasticsearch),
+        "elasticsearch": es_client.check(settings.elasticsearch),
     }
 
 

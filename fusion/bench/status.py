@@ -28,8 +28,8 @@ from fusion.bench.report import git_commit, machine, write_text_files
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings
-from fusion.runtime import topology
-from fusion.runtime.producer import Publisher
+from fusion.kafka.producer import Publisher
+from fusion.ops import teardown
 
 SOURCES = 4
 
@@ -81,7 +81,7 @@ def _config(settings: Settings, keys: int) -> PipelineConfig:
 def _run(settings: Settings, keys: int) -> StatusRun:
     config = _config(settings, keys)
     workdir = Path(tempfile.mkdtemp(prefix="fusion-status-bench-"))
-    topology.delete_all(config)
+    teardown.delete_all(config)
     pipeline.prepare(config)
     try:
         source = config.sources[0]
@@ -92,7 +92,7 @@ def _run(settings: Settings, keys: int) -> StatusRun:
         count_seconds = time.monotonic() - started
         timed = timed_command(config, workdir, "status")
     finally:
-        topology.delete_all(config)
+        teardown.delete_all(config)
     counter = timed.report["counter"]
     if counter["pending_keys"] != keys:
         raise PipelineProcessError(

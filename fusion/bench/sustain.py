@@ -46,8 +46,9 @@ from fusion.bench.report import git_commit, machine
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.runtime import lag, topology
-from fusion.runtime.figures import Figures
+from fusion.kafka import lag
+from fusion.observe.figures import Figures
+from fusion.ops import teardown
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def run_sustain(
     """Search the highest sustained rate; measure fractions of it and fixed rates; the report."""
     tag = uuid.uuid4().hex[:6]
     config = bench_config(settings, "batched", BenchOptions(1, options.sources), f"s{tag}")
-    topology.delete_all(config)
+    teardown.delete_all(config)
     pipeline.prepare(config)
     workdir = Path(tempfile.mkdtemp(prefix="fusion-sustain-"))
     objective = Objective(slo=options.slo)
@@ -97,7 +98,7 @@ def run_sustain(
                 fixed.append(asdict(meter.step(rate)))
             run.stop()
     finally:
-        topology.delete_all(config)
+        teardown.delete_all(config)
     return {
         "kind": "sustain",
         "sources": options.sources,

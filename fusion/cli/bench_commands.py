@@ -10,7 +10,8 @@ from fusion.cli.console import err, out
 from fusion.cli.terminal import Tracker
 from fusion.core.errors import ConfigError
 from fusion.core.settings import Settings
-from fusion.runtime import clients
+from fusion.elastic import client as es_client
+from fusion.kafka import client as kafka_client
 
 
 def bench_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -34,8 +35,8 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
     keys = 14_000 if args.keys is None else args.keys
     if keys < 1 or args.sources < 2:
         raise ConfigError("--keys/--sources", "", "need at least 1 key and 2 sources")
-    clients.check_kafka(settings.kafka)
-    clients.check_elasticsearch(settings.elasticsearch)
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
     options = bench.BenchOptions(
         keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets, args.warm
     )
@@ -63,8 +64,8 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
             "",
             "need a positive objective and rates, and a warm-up >= 0",
         )
-    clients.check_kafka(settings.kafka)
-    clients.check_elasticsearch(settings.elasticsearch)
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
     options = bench_sustain.SustainOptions(
         sources=args.sources,
         step_seconds=args.step_seconds,
@@ -85,8 +86,8 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
 def bench_idle_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import idle as bench_idle
 
-    clients.check_kafka(settings.kafka)
-    clients.check_elasticsearch(settings.elasticsearch)
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
     with Tracker(err, "idle benchmark", "scenarios", rate=False) as tracker:
         tracker.step("idle scenarios and one deadline")
         report = bench_idle.run_idle(settings)
@@ -99,8 +100,8 @@ def bench_memory_command(args: argparse.Namespace, settings: Settings) -> int:
     keys = memory.MemoryOptions.keys if args.keys is None else args.keys
     if keys < 1:
         raise ConfigError("--keys", str(keys), "need at least 1 key")
-    clients.check_kafka(settings.kafka)
-    clients.check_elasticsearch(settings.elasticsearch)
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
     options = memory.MemoryOptions(keys=keys, heap=args.heap)
     runs = len(options.budgets) * len(options.record_bytes)
     with Tracker(err, "memory benchmark", "runs", runs, rate=False) as tracker:
@@ -114,8 +115,8 @@ def bench_status_command(args: argparse.Namespace, settings: Settings) -> int:
     sizes = status.StatusOptions.keys if args.keys is None else (args.keys,)
     if min(sizes) < 1:
         raise ConfigError("--keys", str(args.keys), "need at least 1 key")
-    clients.check_kafka(settings.kafka)
-    clients.check_elasticsearch(settings.elasticsearch)
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
     with Tracker(err, "status benchmark", "sizes", len(sizes), rate=False) as tracker:
         report = status.run_status(settings, status.StatusOptions(sizes), on_step=tracker.step)
     return print_bench(status.markdown(report), status.write_report(report, args.out))
@@ -127,8 +128,8 @@ def bench_reconcile_command(args: argparse.Namespace, settings: Settings) -> int
     keys = 100_000 if args.keys is None else args.keys
     if keys < 1:
         raise ConfigError("--keys", str(keys), "need at least 1 key")
-    clients.check_kafka(settings.kafka)
-    clients.check_elasticsearch(settings.elasticsearch)
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
     with Tracker(err, "reconcile benchmark", "steps", 2, rate=False) as tracker:
         report = reconcile.run_reconcile(settings, keys, on_step=tracker.step)
     return print_bench(reconcile.markdown(report), reconcile.write_report(report, args.out))
@@ -146,8 +147,8 @@ def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import report as report_files
     from fusion.bench import scale
 
-    clients.check_kafka(settings.kafka)
-    clients.check_elasticsearch(settings.elasticsearch)
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
     with Tracker(err, "scaling benchmark", "steps", rate=False) as tracker:
         reports = scale.run_scale(settings, on_step=tracker.step)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -31,11 +31,14 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.cli.terminal import Tracker
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError, ExitCode
+from fusion.elastic import client as es_client
+from fusion.elastic import indexes as es_indexes
 from fusion.infra.services import Endpoints
-from fusion.ops import status
-from fusion.runtime import clients, topology
-from fusion.runtime.figures import Figures
-from fusion.runtime.metrics import Metrics
+from fusion.kafka import topics as kafka_topics
+from fusion.observe.figures import Figures
+from fusion.observe.metrics import Metrics
+from fusion.ops import status, teardown
+from fusion.spark.session import spark_session
 
 IDLE_LIMIT = 120.0  # seconds without any input before the demo gives up waiting
 # The enriched index's mapping says who created it: the demo restarts only its own pipeline.
@@ -94,8 +97,8 @@ def start_afresh(config: PipelineConfig, reset: bool) -> None:
     The enriched index is created and marked as the demo's before any topic,
     so a pipeline with topics but no marked index is not the demo's.
     """
-    es = clients.elasticsearch(config.elasticsearch)
-    found = topology.existing(config)
+    es = es_client.connect(config.elasticsearch)
+    found = teardown.existing(config)
     if found and not reset and not _made_by_demo(es, config):
         shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
         raise ConfigError(
@@ -104,10 +107,10 @@ def start_afresh(config: PipelineConfig, reset: bool) -> None:
             f"pipeline {config.name!r} already exists ({shown}) and the demo did not create "
             "it; run `fusion demo --reset` to delete it and start over",
         )
-    topology.delete_all(config)
-    topology.ensure_indexes(es, config)
-    es.indices.put_mapping(index=config.enriched_index, meta=topology.index_meta(config) | OWNER)
-    topology.ensure_topics(config)
+    teardown.delete_all(config)
+    es_indexes.ensure_indexes(es, config)
+    es.indices.put_mapping(index=config.enriched_index, meta=es_indexes.index_meta(config) | OWNER)
+    kafka_topics.ensure_topics(config)
 
 
 def _made_by_demo(es: Elasticsearch, config: PipelineConfig) -> bool:
@@ -130,13 +133,13 @@ def _report(
     out.print(f"[bold]ES lookups per key[/]       {result['es_requests_per_key']} ({requests})")
     out.print(f"[bold]dead letters[/]             {result['dead_letters']:,}")
     out.print(f"[bold]wall time[/]                {wall:.1f} s")
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     es.indices.refresh(index=config.enriched_index)
     sample = es.search(index=config.enriched_index, size=1, sort=[{config.key_field: "asc"}])
     hits = sample["hits"]["hits"]
     if hits:
         _print_document(config, hits[0]["_source"], out)
-    spark = clients.spark_session(config)
+    spark = spark_session(config)
     report = status.build(config, status.gather(spark, config))
     out.print("\n[bold]fusion status[/]")
     out.print(escape(status.render(report)), soft_wrap=True)

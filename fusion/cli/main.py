@@ -46,9 +46,9 @@ from fusion.cli.terminal import Tracker
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError, ExitCode
 from fusion.core.settings import Settings, read_toml
-from fusion.runtime import topology
-from fusion.runtime.markers import REPLAY_UNMARKED
-from fusion.runtime.metrics import Metrics
+from fusion.kafka import topics as kafka_topics
+from fusion.kafka.markers import REPLAY_UNMARKED
+from fusion.observe.metrics import Metrics
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -140,7 +140,7 @@ def generate_command(args: argparse.Namespace, settings: Settings) -> int:
     dataset = build_dataset(config, options)
     expected = args.expected or Path(f"{config.name}-expected.jsonl")
     write_expected(dataset, expected)
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     total = len(dataset.records)
     with Tracker(err, "producing", "records", total) as tracker:
         sent = produce(config, dataset.records, tracker.update)

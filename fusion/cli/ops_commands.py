@@ -9,13 +9,16 @@ from dataclasses import asdict
 from fusion.cli.console import err, out, pipeline_of, print_report
 from fusion.cli.terminal import Tracker
 from fusion.core.settings import Settings
-from fusion.runtime import clients, topology
+from fusion.elastic import client as es_client
+from fusion.kafka import client as kafka_client
+from fusion.kafka import topics as kafka_topics
+from fusion.spark.session import spark_jars, spark_session
 
 
 def check_command(args: argparse.Namespace, settings: Settings) -> int:
-    brokers = clients.check_kafka(settings.kafka)
+    brokers = kafka_client.check(settings.kafka)
     out.print(f"Kafka at {settings.kafka.bootstrap}: {brokers} broker(s) answering")
-    version = clients.check_elasticsearch(settings.elasticsearch)
+    version = es_client.check(settings.elasticsearch)
     out.print(f"Elasticsearch at {settings.elasticsearch.url}: version {version}")
     return 0
 
@@ -24,9 +27,9 @@ def explain_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.ops import explain
 
     config = pipeline_of(settings)
-    clients.check_elasticsearch(config.elasticsearch)
+    es_client.check(config.elasticsearch)
     with err.status("reading Elasticsearch and the counter's state"):
-        spark = clients.spark_session(config, app_name=f"fusion-explain-{config.name}")
+        spark = spark_session(config, app_name=f"fusion-explain-{config.name}")
         report = explain.explain(config, explain.gather(spark, config, args.key))
     return print_report(report, explain.render, args.json)
 
@@ -35,11 +38,11 @@ def status_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.ops import status
 
     config = pipeline_of(settings)
-    clients.check_kafka(config.kafka)
+    kafka_client.check(config.kafka)
     with err.status("reading metrics, offsets and the counter's state"):
         spark = None
         if not args.no_state:
-            spark = clients.spark_session(config, app_name=f"fusion-status-{config.name}")
+            spark = spark_session(config, app_name=f"fusion-status-{config.name}")
         report = status.build(config, status.gather(spark, config))
     return print_report(report, status.render, args.json)
 
@@ -48,16 +51,16 @@ def reconcile_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.ops import reconcile
 
     config = pipeline_of(settings)
-    clients.check_kafka(config.kafka)
-    clients.check_elasticsearch(config.elasticsearch)
-    topology.ensure_topics(config)
+    kafka_client.check(config.kafka)
+    es_client.check(config.elasticsearch)
+    kafka_topics.ensure_topics(config)
     with Tracker(err, "scanning and enriching on the executors", "keys") as tracker:
 
         def progress(report: reconcile.Report) -> None:
             tracker.update(report.enriched, report.planned or None, "enriched")
 
         # The slices run as Spark tasks; the plan lives in the checkpoint directory.
-        spark = clients.spark_session(config, app_name=f"fusion-reconcile-{config.name}")
+        spark = spark_session(config, app_name=f"fusion-reconcile-{config.name}")
         report = reconcile.reconcile(spark, config, progress)
     if args.json:
         out.print_json(json.dumps(asdict(report)))
@@ -74,9 +77,9 @@ def reconcile_command(args: argparse.Namespace, settings: Settings) -> int:
 def submit_args_command(args: argparse.Namespace, settings: Settings) -> int:
     from importlib.util import find_spec
 
-    from fusion.runtime.shipping import package_zip
+    from fusion.spark.shipping import package_zip
 
-    jars = ",".join(str(j) for j in clients.spark_jars(settings))
+    jars = ",".join(str(j) for j in spark_jars(settings))
     code = package_zip(settings.runtime.home)
     # Found, not imported: the entry script imports this module.
     spec = find_spec("fusion.cli.submit")

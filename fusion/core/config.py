@@ -360,7 +360,7 @@ class PipelineConfig(Settings):
 
     @property
     def markers_topic(self) -> str:
-        """Compacted topic of each query's last batch (:mod:`fusion.runtime.exactly_once`)."""
+        """Compacted topic of each query's last batch (:mod:`fusion.kafka.exactly_once`)."""
         return self.pipeline.markers_topic or f"{self.name}.markers"
 
     @property

@@ -149,3 +149,13 @@ class SparkGoneError(FusionError):
             f"Spark's JVM stopped answering ({detail}); its log is in the Fusion logs "
             "directory. Run again: every query resumes from its checkpoint"
         )
+
+
+class TopologyError(FusionError):
+    """A topic or index could not be created, or set up as the pipeline needs it."""
+
+    exit_code = ExitCode.UNAVAILABLE
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        super().__init__(f"could not set up {what}: {detail}")

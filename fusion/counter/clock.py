@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
-from fusion.runtime import clients
+from fusion.kafka import client as kafka_client
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,7 +122,7 @@ class DeadlineClock:
         return bucket == due and time.monotonic() - at < RETICK_SECONDS
 
     def _run(self) -> None:
-        producer = clients.kafka_producer(self.config.kafka)
+        producer = kafka_client.producer(self.config.kafka)
         try:
             while self.alive():
                 with self._lock:

@@ -12,7 +12,7 @@ same decisions). It emits a row per event: ``ready``, ``updated``,
 first time, for the status line). A
 foreachBatch sink then publishes each state partition's events of a
 micro-batch from an executor task, in one Kafka transaction with the batch id
-marker (:mod:`fusion.runtime.exactly_once`), keyed by join key.
+marker (:mod:`fusion.kafka.exactly_once`), keyed by join key.
 
 Spark commits the state and the input offsets of a batch only after every
 task's transaction committed. A crash before that replays the batch from the
@@ -41,13 +41,15 @@ from fusion.core.errors import ConfigError
 from fusion.core.events import DeadLetter, dead_letter_records
 from fusion.counter import clock, processor
 from fusion.counter.decisions import Rules
+from fusion.elastic.retry import RetryPolicy
 from fusion.enricher.task import Wanted, Where, enrich
-from fusion.runtime.checkpoint import CheckpointFiles
-from fusion.runtime.exactly_once import OutRecord
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy
-from fusion.runtime.stage import BatchStage, read_kafka, start_foreach_batch, task_counts
-from fusion.runtime.tasks import Job, TaskCount, TaskOutput, Work, attributed, column
+from fusion.kafka.exactly_once import OutRecord
+from fusion.observe.metrics import Metrics
+from fusion.spark.checkpoint import CheckpointFiles
+from fusion.spark.jvm_writer import task_counts
+from fusion.spark.queries import read_kafka, start_foreach_batch
+from fusion.spark.stage import BatchStage
+from fusion.spark.tasks import Job, TaskCount, TaskOutput, Work, attributed, column
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.counter.decisions import STATE_COLUMNS, KeyState, Rules
-from fusion.runtime.checkpoint import CheckpointFiles, committed_batches
+from fusion.spark.checkpoint import CheckpointFiles, committed_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -7,7 +7,7 @@ Two modes:
   micro-batch of K ready keys costs ceil(K·N / mget_chunk) requests.
 
 Every request is retried with backoff while Elasticsearch is unreachable
-(:mod:`fusion.runtime.retry`); a retry counts as another request. An index
+(:mod:`fusion.elastic.retry`); a retry counts as another request. An index
 that is gone (:class:`IndexGoneError`) or refused to the user
 (:class:`IndexAccessError`) stops the query in both modes: it is the
 deployment's fault, and no key would find its documents.
@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from fusion.core.config import PipelineConfig
+from fusion.elastic.bulk import ACCESS_DENIED
+from fusion.elastic.errors import IndexAccessError, IndexGoneError
+from fusion.elastic.retry import RetryPolicy, call_with_retries, index_gone, mget_docs
 from fusion.enricher.document import FoundDoc
-from fusion.runtime.bulk import ACCESS_DENIED
-from fusion.runtime.errors import IndexAccessError, IndexGoneError
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy, call_with_retries, index_gone, mget_docs
+from fusion.observe.metrics import Metrics
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 T = TypeVar("T")
@@ -104,7 +104,7 @@ def _batched(
 
 
 def mget(es: Elasticsearch, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One ``_mget``: its documents; :class:`~fusion.runtime.retry.Transient` on a shard error."""
+    """One ``_mget``: its documents; :class:`~fusion.elastic.retry.Transient` on a shard error."""
     return mget_docs(es.mget(docs=docs))
 
 

@@ -6,7 +6,7 @@ the incomplete topic (write a ``"complete": false`` document). Each
 micro-batch runs one executor task per Kafka partition
 (:mod:`fusion.enricher.task`: look up, build, bulk-write, publish); the
 driver adds up the tasks' counts and commits the batch
-(:class:`fusion.runtime.stage.BatchStage`).
+(:class:`fusion.spark.stage.BatchStage`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.enricher.task import enrich_partition
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.stage import BatchStage, read_kafka, start_foreach_batch
-from fusion.runtime.tasks import Work
+from fusion.observe.metrics import Metrics
+from fusion.spark.queries import read_kafka, start_foreach_batch
+from fusion.spark.stage import BatchStage
+from fusion.spark.tasks import Work
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

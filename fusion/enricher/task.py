@@ -12,7 +12,7 @@ In this order:
    enrichment from older source documents never overwrites a newer one;
 5. hand the enriched records and the dead letters to the executor's writer,
    which publishes them in one Kafka transaction with the batch marker
-   (:mod:`fusion.runtime.tasks`): exactly once per batch.
+   (:mod:`fusion.spark.tasks`): exactly once per batch.
 
 Steps 1-4 are :func:`enrich_events`, which ``fusion reconcile`` runs too;
 steps 2-4 are :func:`enrich`, which the counter's task runs on the keys it
@@ -41,14 +41,14 @@ from fusion.core.events import (
     now_iso,
     now_utc,
 )
+from fusion.core.faults import crash_point
+from fusion.elastic.bulk import Confirmed, Target, write_documents
+from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
 from fusion.enricher.document import enriched_json, enriched_version, missing_sources
-from fusion.runtime.bulk import Confirmed, Target, write_documents
-from fusion.runtime.exactly_once import OutRecord
-from fusion.runtime.faults import crash_point
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy
-from fusion.runtime.tasks import Job, TaskOutput, column
+from fusion.kafka.exactly_once import OutRecord
+from fusion.observe.metrics import Metrics
+from fusion.spark.tasks import Job, TaskOutput, column
 
 if TYPE_CHECKING:
     import pyarrow as pa

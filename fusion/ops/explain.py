@@ -19,10 +19,10 @@ from fusion.core.config import PipelineConfig
 from fusion.core.events import iso_from_ms
 from fusion.counter.decisions import KeyState, Rules, deadline_of
 from fusion.counter.state import has_state, key_state
+from fusion.elastic import client as es_client
 from fusion.enricher import lookups
 from fusion.enricher.document import FoundDoc
-from fusion.runtime import clients
-from fusion.runtime.metrics import Metrics
+from fusion.observe.metrics import Metrics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,7 +41,7 @@ class Evidence:
 
 
 def gather(spark: SparkSession, config: PipelineConfig, key: str) -> Evidence:
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     docs = lookups.fetch(es, config, [key], Metrics())[key]
     try:
         enriched = es.get(index=config.enriched_index, id=key)["_source"]

@@ -25,8 +25,8 @@ executors: the driver plans and adds up counts, as the stages' drivers do.
    topic once.
 
 Every Elasticsearch call is retried through an outage like the stages' own
-(:mod:`fusion.runtime.retry`). The plan lives in the checkpoint directory, read and
-written through Spark's Hadoop file system (:mod:`fusion.runtime.checkpoint`).
+(:mod:`fusion.elastic.retry`). The plan lives in the checkpoint directory, read and
+written through Spark's Hadoop file system (:mod:`fusion.spark.checkpoint`).
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from fusion.core.config import RESERVED_FIELD, PipelineConfig
 from fusion.core.events import ReadyEvent, now_iso
+from fusion.core.faults import crash_point
+from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.enricher.lookups import mget
 from fusion.enricher.task import enrich_events
-from fusion.runtime.checkpoint import CheckpointFiles
-from fusion.runtime.faults import crash_point
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy, call_with_retries
-from fusion.runtime.stage import fault_settings, task_counts, writer_spec
-from fusion.runtime.tasks import OUTPUT_SCHEMA, Job, TaskOutput, column, partition_function
+from fusion.observe.metrics import Metrics
+from fusion.spark.checkpoint import CheckpointFiles
+from fusion.spark.jvm_writer import fault_settings, task_counts, writer_spec
+from fusion.spark.tasks import OUTPUT_SCHEMA, Job, TaskOutput, column, partition_function
 
 if TYPE_CHECKING:
     import pyarrow as pa

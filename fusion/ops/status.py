@@ -3,7 +3,7 @@
 Three inputs:
 
 - every component's counts since its checkpoint was created: the marker its
-  driver commits with each micro-batch (:mod:`fusion.runtime.stage`), read from
+  driver commits with each micro-batch (:mod:`fusion.spark.stage`), read from
   Kafka, so it does not matter which process (or machine) runs a component;
 - consumer lag: the input offsets committed with that marker (the component's
   consumer group, ``fusion-<pipeline>-<query>``) against the topics' end offsets;
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from fusion.core.config import PipelineConfig
 from fusion.counter.state import StateSummary, summary
-from fusion.runtime.figures import Figures
-from fusion.runtime.lag import lag_of, source_lag, stage_markers
-from fusion.runtime.metrics import histogram_percentiles
+from fusion.kafka.lag import lag_of, source_lag, stage_markers
+from fusion.observe.figures import Figures
+from fusion.observe.metrics import histogram_percentiles
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

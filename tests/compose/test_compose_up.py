@@ -119,9 +119,9 @@ def _inspect(up: Project, container: str, template: str) -> str:
 
 
 def _enriched_count(config: PipelineConfig) -> int:
-    from fusion.runtime import clients
+    from fusion.elastic import client as es_client
 
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index)
     return int(found.get("count", 0))
 

@@ -30,11 +30,13 @@ from confluent_kafka.cimpl import NewTopic
 from elasticsearch import Elasticsearch
 
 from fusion.core.settings import ElasticsearchSettings, RuntimeSettings, Settings
+from fusion.elastic import client as es_client
 from fusion.infra.process import free_port
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.services import Endpoints
 from fusion.infra.spark import LocalSparkCluster, SparkPorts
-from fusion.runtime import clients
+from fusion.kafka import client as kafka_client
+from fusion.spark.session import spark_session
 
 log = logging.getLogger("fusion.tests")
 
@@ -219,7 +221,7 @@ def _local_runtime() -> Iterator[Endpoints]:
 
 
 def _es_version(url: str) -> str:
-    return clients.check_elasticsearch(ElasticsearchSettings(url=url))
+    return es_client.check(ElasticsearchSettings(url=url))
 
 
 def _ensure(path: Path) -> Path:
@@ -277,7 +279,7 @@ def settings(servers: Endpoints) -> Settings:
 
 @pytest.fixture(scope="session")
 def spark(settings: Settings) -> Iterator[Any]:
-    session = clients.spark_session(settings, app_name="fusion-tests")
+    session = spark_session(settings, app_name="fusion-tests")
     # "Current batch is falling behind" on 2 busy cores is expected, not news.
     session.sparkContext.setLogLevel("ERROR")
     yield session
@@ -286,7 +288,7 @@ def spark(settings: Settings) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def es(settings: Settings) -> Iterator[Elasticsearch]:
-    client = clients.elasticsearch(settings.elasticsearch)
+    client = es_client.connect(settings.elasticsearch)
     yield client
     client.close()
 
@@ -298,7 +300,7 @@ def unique_name(prefix: str) -> str:
 @pytest.fixture
 def make_topic(settings: Settings) -> Iterator[Callable[..., str]]:
     """Create uniquely named topics for one test; delete them afterwards."""
-    admin = clients.kafka_admin(settings.kafka)
+    admin = kafka_client.admin(settings.kafka)
     created: list[str] = []
 
     def make(prefix: str = "t", partitions: int = 1) -> str:

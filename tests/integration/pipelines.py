@@ -16,9 +16,12 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from fusion import pipeline
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.runtime import clients, topology, watch
-from fusion.runtime.health import HealthWatch
-from fusion.runtime.metrics import Metrics
+from fusion.elastic import client as es_client
+from fusion.kafka import client as kafka_client
+from fusion.observe.metrics import Metrics
+from fusion.ops import teardown
+from fusion.ops.health import HealthWatch
+from fusion.spark import watch
 
 
 def make_config(
@@ -71,7 +74,7 @@ def source_record(
 
 
 def drop(config: PipelineConfig) -> None:
-    topology.delete_all(config)
+    teardown.delete_all(config)
 
 
 def read_topic(
@@ -85,7 +88,7 @@ def read_raw(
     settings: Settings, topic: str, timeout: float = 60.0
 ) -> list[tuple[str | None, bytes, tuple[int, int]]]:
     """Every committed record of ``topic`` up to its end: (key, value, (partition, offset))."""
-    consumer = clients.kafka_consumer(settings.kafka, f"test-{uuid.uuid4().hex}")
+    consumer = kafka_client.consumer(settings.kafka, f"test-{uuid.uuid4().hex}")
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         partitions = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
@@ -119,7 +122,7 @@ def doc_count(es: Any, index: str) -> int:
 
 
 def enriched_docs(settings: Settings, config: PipelineConfig) -> dict[str, dict[str, Any]]:
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     es.indices.refresh(index=config.enriched_index)
     hits = es.search(index=config.enriched_index, size=10_000, query={"match_all": {}})
     return {hit["_id"]: hit["_source"] for hit in hits["hits"]["hits"]}
@@ -175,7 +178,7 @@ def worker_env(spark: Any, **env: str) -> Iterator[None]:
     """Environment variables for the Python workers of tasks started while inside.
 
     Spark hands ``SparkContext.environment`` to every Python worker it starts
-    for a task, so fault injection (:mod:`fusion.runtime.faults`) reaches the
+    for a task, so fault injection (:mod:`fusion.core.faults`) reaches the
     executors of the session the tests share, and leaves with the block.
     """
     environment = spark.sparkContext.environment

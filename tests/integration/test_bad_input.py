@@ -26,9 +26,9 @@ from fusion.core.errors import ExitCode
 from fusion.core.events import ReadyEvent, now_iso, now_utc
 from fusion.core.settings import Settings
 from fusion.infra.process import free_port
+from fusion.kafka import topics as kafka_topics
+from fusion.observe.metrics import Metrics
 from fusion.pipeline import status_line
-from fusion.runtime import topology
-from fusion.runtime.metrics import Metrics
 from tests.integration.pipelines import (
     drop,
     enriched_docs,
@@ -110,7 +110,7 @@ def bad_run(
     )  # fmt: skip
     gone = ReadyEvent(key="K-gone", sources=["billing", "insurance"], first_ack_at=now_iso(),
                       fired_at=now_iso())  # fmt: skip
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     events = [
         (config.acks_topic, stray.key, stray.to_bytes()),
         (config.ready_topic, gone.key, gone.to_bytes()),

@@ -10,11 +10,11 @@ from elastic_transport import ObjectApiResponse
 from elasticsearch import Elasticsearch
 
 from fusion.core.settings import ElasticsearchSettings, Settings
+from fusion.elastic.bulk import Target, write_documents
+from fusion.elastic.errors import IndexingError
+from fusion.elastic.retry import RetryPolicy
 from fusion.infra.process import free_port
-from fusion.runtime.bulk import Target, write_documents
-from fusion.runtime.errors import IndexingError
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy
+from fusion.observe.metrics import Metrics
 from indexers.records import RawRecord, SourceRecord, parse
 
 FAST = RetryPolicy(attempts=4, initial=0.01, maximum=0.05)

@@ -2,7 +2,7 @@
 
 Each run is a separate `fusion run` process (its own Spark driver and JVM)
 on the same checkpoints, given a fresh slice of the data so that every stage
-has work when its kill point is armed. ``FUSION_CRASH_AT`` (:mod:`fusion.runtime.faults`)
+has work when its kill point is armed. ``FUSION_CRASH_AT`` (:mod:`fusion.core.faults`)
 kills, at one named point:
 
 - the driver process (``<stage>.driver.*``: between the tasks' commits and
@@ -35,9 +35,11 @@ from pathlib import Path
 import pytest
 
 from fusion.bench.generator import Dataset, GenOptions, build_dataset, produce
+from fusion.core import faults
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.runtime import clients, faults, topology
+from fusion.elastic import client as es_client
+from fusion.kafka import topics as kafka_topics
 from tests.integration.pipelines import assert_exact_join, drop, write_config_file
 
 BIN = Path(sys.executable).parent
@@ -148,7 +150,7 @@ def _crash(config_file: Path, settings: Settings, points: list[str], ends: str, 
 def _finish(config: PipelineConfig, config_file: Path, settings: Settings, data: Dataset) -> None:
     """A clean run until every complete key is enriched, then until it is idle."""
     process = _run(config_file, settings, [], config_file.parent)
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     deadline = time.monotonic() + RUN_TIMEOUT
     try:
         while True:
@@ -187,7 +189,7 @@ def test_kill_at_every_point_loses_nothing_and_fires_nothing_twice(
     config = PipelineConfig.load(config_file, env={})
     options = GenOptions(keys=84, seed=21, duplicate_rate=0.2, missing_rate=0.2)
     data = build_dataset(config, options)
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     try:
         for records, (points, ends) in zip(_slices(data, len(runs)), runs, strict=True):
             produce(config, records)

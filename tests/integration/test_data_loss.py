@@ -15,9 +15,11 @@ from confluent_kafka import TopicPartition
 
 from fusion.bench.generator import produce
 from fusion.core.settings import Settings
+from fusion.kafka import client as kafka_client
+from fusion.kafka import topics as kafka_topics
+from fusion.observe.figures import Figures
+from fusion.observe.names import DATA_LOSS_ALERT
 from fusion.pipeline import status_line
-from fusion.runtime import clients, data_loss, topology
-from fusion.runtime.figures import Figures
 from tests.integration.pipelines import drop, make_config, read_topic, run_pipeline, source_record
 
 
@@ -27,14 +29,14 @@ def test_records_deleted_before_they_were_indexed_are_counted_alerted_and_dead_l
     config = make_config(settings, tmp_path, ["a", "b"])
     topic = config.topic_of(config.source("a"))
     try:
-        topology.ensure_topics(config)
+        kafka_topics.ensure_topics(config)
         produce(config, [source_record(config, s, f"K{n}", n=n) for n in range(10) for s in "ab"])
         run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= 10)
 
         # Stopped: 50 more records arrive on a, and are deleted before the pipeline reads them.
         produce(config, [source_record(config, "a", f"L{n}", n=n) for n in range(50)])
-        admin = clients.kafka_admin(settings.kafka)
-        consumer = clients.kafka_consumer(settings.kafka, "test-data-loss")
+        admin = kafka_client.admin(settings.kafka)
+        consumer = kafka_client.consumer(settings.kafka, "test-data-loss")
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         ends = [
             TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p))[1])
@@ -58,7 +60,7 @@ def test_records_deleted_before_they_were_indexed_are_counted_alerted_and_dead_l
         assert "lost 50" in " ".join(status_line(metrics).split())
         assert (
             "50 source records deleted before they were indexed"
-            in metrics.alerts()[data_loss.ALERT]
+            in metrics.alerts()[DATA_LOSS_ALERT]
         )
         letters = [d for _, d in read_topic(settings, config.dlq_topic)]
         assert letters and all(d["reason"].startswith("records deleted before") for d in letters)

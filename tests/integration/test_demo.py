@@ -18,7 +18,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
 from fusion.core.settings import Settings
 from fusion.infra.services import Endpoints
-from fusion.runtime import topology
+from fusion.kafka import topics as kafka_topics
+from fusion.ops import teardown
 from tests.integration.pipelines import drop
 
 SCREEN = 60  # lines
@@ -67,11 +68,11 @@ def test_the_demo_never_deletes_a_pipeline_it_did_not_create(
     demo_file: Path, servers: Endpoints
 ) -> None:
     config = PipelineConfig.load(demo_file, env={})
-    topology.ensure_topics(config)  # someone's pipeline of that name, not the demo's
+    kafka_topics.ensure_topics(config)  # someone's pipeline of that name, not the demo's
 
     with pytest.raises(ConfigError, match=r"the demo did not create it; run `fusion demo --reset`"):
         start_afresh(config, reset=False)
-    assert set(topology.existing(config)) >= set(config.all_topics())  # nothing deleted
+    assert set(teardown.existing(config)) >= set(config.all_topics())  # nothing deleted
 
     start_afresh(config, reset=True)
     start_afresh(config, reset=False)  # now it is the demo's: a rerun needs no --reset

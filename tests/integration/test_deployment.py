@@ -23,7 +23,9 @@ from typing import Any
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.runtime import clients, lag, topology
+from fusion.elastic import client as es_client
+from fusion.kafka import lag
+from fusion.kafka import topics as kafka_topics
 from tests.integration.pipelines import doc_count, drop, read_topic, write_config_file
 
 BIN = Path(sys.executable).parent
@@ -106,8 +108,8 @@ def test_status_counts_every_component_across_applications_and_restarts(
     data = build_dataset(config, GenOptions(keys=40, seed=17, duplicate_rate=0, missing_rate=0.1))
     keys = sorted({key for _, key, _ in data.records})
     waves = [keys[: len(keys) // 2], keys[len(keys) // 2 :]]
-    topology.ensure_topics(config)
-    es = clients.elasticsearch(config.elasticsearch)
+    kafka_topics.ensure_topics(config)
+    es = es_client.connect(config.elasticsearch)
     apps = Components(config_file, settings)
 
     def wait_for(condition: Any, what: str) -> None:

@@ -17,12 +17,12 @@ import pytest
 
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
+from fusion.elastic import client as es_client
+from fusion.elastic.bulk import Target, write_documents
+from fusion.elastic.errors import IndexGoneError
+from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
-from fusion.runtime import clients
-from fusion.runtime.bulk import Target, write_documents
-from fusion.runtime.errors import IndexGoneError
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy
+from fusion.observe.metrics import Metrics
 from tests.integration.pipelines import make_config
 
 GONE_PREFIX = "fusion-gone-"
@@ -41,7 +41,7 @@ class Doc:
 def no_auto_create(settings: Settings) -> Iterator[str]:
     """Indexes named ``fusion-gone-*`` are not created by a write (as with
     ``action.auto_create_index: false``): a write to one meets a 404."""
-    es = clients.elasticsearch(settings.elasticsearch)
+    es = es_client.connect(settings.elasticsearch)
     es.cluster.put_settings(persistent={"action.auto_create_index": f"-{GONE_PREFIX}*,+*"})
     try:
         yield f"{GONE_PREFIX}{time.monotonic_ns()}"
@@ -52,7 +52,7 @@ def no_auto_create(settings: Settings) -> Iterator[str]:
 def test_a_bulk_write_to_an_index_that_is_gone_stops_at_once_and_dead_letters_nothing(
     settings: Settings, no_auto_create: str
 ) -> None:
-    es = clients.elasticsearch(settings.elasticsearch)
+    es = es_client.connect(settings.elasticsearch)
     target = Target(no_auto_create, "indexer", "a", 100)
     started = time.monotonic()
 
@@ -68,7 +68,7 @@ def test_a_lookup_in_an_index_that_is_gone_stops_in_both_modes(
     settings: Settings, tmp_path: Path, mode: str
 ) -> None:
     config: PipelineConfig = make_config(settings, tmp_path, ["a", "b"], lookup=mode)
-    es = clients.elasticsearch(settings.elasticsearch)
+    es = es_client.connect(settings.elasticsearch)
     started = time.monotonic()
 
     with pytest.raises(IndexGoneError) as raised:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from elasticsearch import Elasticsearch, helpers
 
-from fusion.runtime import clients
+from fusion.elastic import client as es_client
 
 
 def test_bulk_wait_for_is_searchable_and_mget_finds_docs(
@@ -31,4 +31,4 @@ def test_bulk_wait_for_is_searchable_and_mget_finds_docs(
 
 
 def test_server_reports_version(es: Elasticsearch) -> None:
-    assert clients.elasticsearch_version(es).startswith("8.")
+    assert es_client.version(es).startswith("8.")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from fusion.core.settings import Settings
-from fusion.runtime import clients
+from fusion.kafka import client as kafka_client
 
 
 def _consume_all(settings: Settings, topic: str, timeout: float = 30.0) -> list[bytes]:
@@ -19,7 +19,7 @@ def _consume_all(settings: Settings, topic: str, timeout: float = 30.0) -> list[
     records and transaction markers lie below it, so a consumer that reached
     it has seen everything it ever will of what was written before.
     """
-    consumer = clients.kafka_consumer(settings.kafka, group_id=f"g-{uuid.uuid4().hex}")
+    consumer = kafka_client.consumer(settings.kafka, group_id=f"g-{uuid.uuid4().hex}")
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         partitions = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
@@ -45,7 +45,7 @@ def _consume_all(settings: Settings, topic: str, timeout: float = 30.0) -> list[
 
 
 def _end_offset(settings: Settings, topic: str) -> int:
-    consumer = clients.kafka_consumer(settings.kafka, group_id=f"g-{uuid.uuid4().hex}")
+    consumer = kafka_client.consumer(settings.kafka, group_id=f"g-{uuid.uuid4().hex}")
     try:
         return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
     finally:
@@ -54,7 +54,7 @@ def _end_offset(settings: Settings, topic: str) -> int:
 
 def test_produce_and_consume(settings: Settings, make_topic: Callable[..., str]) -> None:
     topic = make_topic("smoke", partitions=2)
-    producer = clients.kafka_producer(settings.kafka)
+    producer = kafka_client.producer(settings.kafka)
     for i in range(20):
         producer.produce(topic, key=str(i).encode(), value=f"v{i}".encode())
     assert producer.flush(30) == 0
@@ -68,7 +68,7 @@ def test_read_committed_sees_only_committed_transactions(
     settings: Settings, make_topic: Callable[..., str]
 ) -> None:
     topic = make_topic("txn")
-    producer = clients.kafka_producer(
+    producer = kafka_client.producer(
         settings.kafka, {"transactional.id": f"smoke-{uuid.uuid4().hex}"}
     )
     producer.init_transactions(30)
@@ -98,7 +98,7 @@ def test_read_committed_sees_only_committed_transactions(
 def test_publisher_waits_when_its_local_queue_is_full(
     settings: Settings, make_topic: Callable[..., str]
 ) -> None:
-    from fusion.runtime.producer import Publisher
+    from fusion.kafka.producer import Publisher
 
     topic = make_topic("full")
     # 100k messages is librdkafka's default queue; a 400k-record benchmark overran it.

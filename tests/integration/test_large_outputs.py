@@ -17,7 +17,8 @@ from confluent_kafka.cimpl import NewTopic
 
 from fusion.bench.generator import produce
 from fusion.core.settings import Settings
-from fusion.runtime import clients, topology
+from fusion.kafka import client as kafka_client
+from fusion.kafka import topics as kafka_topics
 from tests.integration.pipelines import (
     drop,
     enriched_docs,
@@ -39,7 +40,7 @@ def test_a_key_joining_three_large_records_is_enriched_and_so_are_the_keys_after
     big = [source_record(config, s, "BIG", blob="x" * PART_BYTES) for s in SOURCES]
     ordinary = [source_record(config, s, f"K{n}", n=n) for n in range(200) for s in SOURCES]
     try:
-        topology.ensure_topics(config)
+        kafka_topics.ensure_topics(config)
         produce(config, big + ordinary)
         metrics = run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= 201)
 
@@ -57,12 +58,12 @@ def test_an_output_topic_made_before_takes_the_largest_record_at_the_next_start(
     settings: Settings, tmp_path: Path
 ) -> None:
     config = make_config(settings, tmp_path, ["a", "b"])
-    admin = clients.kafka_admin(settings.kafka)
+    admin = kafka_client.admin(settings.kafka)
     # As an older Fusion (or a script) left it: the broker's 1 MB default, set explicitly.
     made = NewTopic(config.enriched_topic, 1, -1, config={"max.message.bytes": "1000000"})
     admin.create_topics([made])[config.enriched_topic].result(timeout=60)
     try:
-        topology.ensure_topics(config)
+        kafka_topics.ensure_topics(config)
 
         resource = ConfigResource(ResourceType.TOPIC, config.enriched_topic)
         entries = admin.describe_configs([resource])[resource].result(timeout=60)

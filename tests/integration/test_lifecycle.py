@@ -24,12 +24,13 @@ import pytest
 from fusion.core.config import PipelineConfig
 from fusion.core.events import dumps
 from fusion.core.settings import Settings
+from fusion.elastic import client as es_client
+from fusion.elastic.bulk import Target, write_documents
+from fusion.elastic.retry import RetryPolicy
 from fusion.enricher.task import EnrichedDoc
+from fusion.kafka import lag
+from fusion.observe.metrics import Metrics
 from fusion.ops import explain, status
-from fusion.runtime import clients, lag
-from fusion.runtime.bulk import Target, write_documents
-from fusion.runtime.metrics import Metrics
-from fusion.runtime.retry import RetryPolicy
 from tests.integration.pipelines import (
     RunningPipeline,
     drop,
@@ -198,7 +199,7 @@ def test_a_stale_replay_never_overwrites_a_newer_enriched_document(
     version = sum(first["fusion"]["versions"].values())
     fired_at = first["fusion"]["fired_at"]
     old = EnrichedDoc("U1", dumps(first), fired_at, ("replay", 0, 0), b"", version)
-    es = clients.elasticsearch(story.config.elasticsearch)
+    es = es_client.connect(story.config.elasticsearch)
     target = Target(story.config.enriched_index, "enricher", None, 100, False)
 
     written = write_documents(es, target, [old], RetryPolicy(budget_seconds=30), Metrics())

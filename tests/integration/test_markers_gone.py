@@ -20,11 +20,13 @@ import pytest
 from fusion import pipeline
 from fusion.bench.generator import produce
 from fusion.core.settings import Settings
-from fusion.runtime import clients, lag
-from fusion.runtime.checkpoint import CheckpointFiles, committed_batches
-from fusion.runtime.errors import MarkersGoneError
-from fusion.runtime.markers import REPLAY_ALERT, REPLAY_UNMARKED
-from fusion.runtime.metrics import Metrics
+from fusion.kafka import client as kafka_client
+from fusion.kafka import lag
+from fusion.kafka.errors import MarkersGoneError
+from fusion.kafka.markers import REPLAY_UNMARKED
+from fusion.observe.metrics import Metrics
+from fusion.observe.names import REPLAY_ALERT
+from fusion.spark.checkpoint import CheckpointFiles, committed_batches
 from tests.integration.pipelines import drop, make_config, read_topic, run_pipeline, source_record
 
 ONLY = "indexer:billing"
@@ -58,7 +60,7 @@ def test_a_replay_without_its_markers_is_refused_at_start(
 
         # Markers gone: refused before anything runs.
         pending = _uncommit_last_batch(files)
-        admin = clients.kafka_admin(config.kafka)
+        admin = kafka_client.admin(config.kafka)
         for future in admin.delete_consumer_groups([f"fusion-{config.name}-{stage}"]).values():
             future.result(30)
         with pytest.raises(MarkersGoneError) as refused:

@@ -19,8 +19,8 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import MetricsSettings, Settings
 from fusion.counter import state as counter_state
-from fusion.runtime import topology
-from fusion.runtime.metrics import Metrics
+from fusion.kafka import topics as kafka_topics
+from fusion.observe.metrics import Metrics
 from tests.integration.pipelines import drop, make_config, read_topic
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -48,7 +48,7 @@ def test_a_scrape_during_a_real_run_shows_the_runs_counts(
     spark: Any, settings: Settings, config: PipelineConfig
 ) -> None:
     data = build_dataset(config, GenOptions(keys=80, seed=3, duplicate_rate=0.1, missing_rate=0.1))
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     malformed = (config.topic_of(config.source("a")), "bad", b"{not json")
     produce(config, [*data.records, malformed])
     metrics, said, stop = Metrics(), list[str](), threading.Event()

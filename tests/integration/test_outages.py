@@ -20,9 +20,10 @@ import pytest
 
 from fusion import pipeline
 from fusion.bench.generator import Dataset, GenOptions, build_dataset, produce
+from fusion.core import faults
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.runtime import faults, topology
+from fusion.kafka import topics as kafka_topics
 from tests.integration.conftest import ServerControl
 from tests.integration.pipelines import (
     RunningPipeline,
@@ -40,7 +41,7 @@ KAFKA_OUTAGE_SECONDS = 15.0
 @pytest.fixture
 def config(settings: Settings, tmp_path: Path) -> Iterator[PipelineConfig]:
     config = make_config(settings, tmp_path, ["orders", "payments"])
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     yield config
     drop(config)
 

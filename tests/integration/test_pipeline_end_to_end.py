@@ -13,9 +13,9 @@ import pytest
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.runtime import topology
-from fusion.runtime.lag import consumer_lag
-from fusion.runtime.watch import wait_until
+from fusion.kafka import topics as kafka_topics
+from fusion.kafka.lag import consumer_lag
+from fusion.spark.watch import wait_until
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
 
 MALFORMED = [
@@ -65,7 +65,7 @@ def test_four_sources_batched_with_duplicates_missing_parts_and_bad_records(
     )
     bad_topic = config.topic_of(config.sources[0])
     pipeline_bad = [(bad_topic, f"bad-{i}", value) for i, (value, _) in enumerate(MALFORMED)]
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     produce(config, data.records + pipeline_bad)
 
     # The default layout: one query indexes, counts and enriches.
@@ -99,7 +99,7 @@ def test_two_sources_per_source_lookup_costs_n_per_key_and_restart_does_not_refi
     )
     pipelines.append(config)
     data = build_dataset(config, GenOptions(keys=60, seed=5, duplicate_rate=0.3, missing_rate=0.2))
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     produce(config, data.records)
 
     metrics = run_pipeline(
@@ -148,7 +148,7 @@ def test_six_sources(
     config = make_config(settings, tmp_path, names)
     pipelines.append(config)
     data = build_dataset(config, GenOptions(keys=80, seed=9, duplicate_rate=0.1, missing_rate=0.1))
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     produce(config, data.records)
 
     run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= len(data.expected))

@@ -21,8 +21,10 @@ from fusion.bench.generator import produce
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ExitCode
 from fusion.core.settings import Settings
-from fusion.runtime import clients, topology
-from fusion.runtime.markers import read_markers
+from fusion.elastic import client as es_client
+from fusion.kafka import client as kafka_client
+from fusion.kafka import topics as kafka_topics
+from fusion.kafka.markers import read_markers
 from tests.integration.es_proxy import CountingProxy
 from tests.integration.pipelines import doc_count, drop, source_record, write_config_file
 
@@ -81,7 +83,7 @@ def test_a_second_process_running_the_same_component_fences_the_first(
     second = tmp_path / "second.toml"
     second.write_text(text)
     elsewhere = PipelineConfig.load(second, env={}).checkpoint_dir.removeprefix("file://")
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     group = f"fusion-{config.name}-indexer-a"
 
     def committed_batches() -> int:
@@ -118,8 +120,8 @@ def test_a_query_that_dies_mid_run_stops_fusion_run_with_one_line(
         text = config_file.read_text().replace(settings.elasticsearch.url, proxy.url)
         config_file.write_text(text)
         config = PipelineConfig.load(config_file, env={})
-        topology.ensure_topics(config)
-        es = clients.elasticsearch(settings.elasticsearch)
+        kafka_topics.ensure_topics(config)
+        es = es_client.connect(settings.elasticsearch)
         try:
             with fusion_run(config_file, settings) as run:
                 produce(config, [source_record(config, "a", "K1", n=1)])
@@ -144,8 +146,8 @@ def test_an_index_deleted_under_a_running_pipeline_stops_it_with_its_name_and_no
 ) -> None:
     config_file = write_config_file(settings, tmp_path / "p.toml", ["a", "b"])
     config = PipelineConfig.load(config_file, env={})
-    topology.ensure_topics(config)
-    es = clients.elasticsearch(settings.elasticsearch)
+    kafka_topics.ensure_topics(config)
+    es = es_client.connect(settings.elasticsearch)
     index = config.index_of(config.source("b"))
     # As on a cluster with action.auto_create_index off: a write does not bring it back.
     es.cluster.put_settings(persistent={"action.auto_create_index": f"-{config.name}-*,+*"})
@@ -167,7 +169,7 @@ def test_an_index_deleted_under_a_running_pipeline_stops_it_with_its_name_and_no
 
 
 def _ends(settings: Settings, topic: str) -> list[int]:
-    consumer = clients.kafka_consumer(settings.kafka, "test-ends")
+    consumer = kafka_client.consumer(settings.kafka, "test-ends")
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         return [

@@ -22,10 +22,12 @@ from typing import Any
 import pytest
 
 from fusion.bench.generator import produce
+from fusion.core import faults
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
+from fusion.elastic import client as es_client
+from fusion.kafka import topics as kafka_topics
 from fusion.ops.reconcile import reconcile
-from fusion.runtime import clients, faults, topology
 from tests.integration.conftest import ServerControl
 from tests.integration.pipelines import (
     drop,
@@ -66,8 +68,8 @@ def lost(spark: Any, settings: Settings, tmp_path: Path) -> Iterator[Lost]:
         run_pipeline(spark, config, lambda m: m.get("enricher.enriched") >= 10)
         produce(config, records(LOST, ["billing", "insurance"]) + records(HALF, ["billing"]))
         run_pipeline(spark, config, lambda m: m.total(".indexed") >= 19, only="indexers")
-        topology.delete_topics(config, [config.acks_topic])
-        topology.ensure_topics(config)
+        kafka_topics.delete_topics(config, [config.acks_topic])
+        kafka_topics.ensure_topics(config)
         yield Lost(config, config_file)
     finally:
         drop(config)
@@ -137,7 +139,7 @@ def test_a_resumed_reconcile_writes_no_slice_twice(
     assert faults.hit(tmp_path, f"reconcile.{point}"), "killed in its first slice"
     # What the slices that committed published: their keys, each with its enriched document.
     first = {key or "" for key, _ in read_topic(settings, config.enriched_topic)} - set(JOINED)
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     before = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first}
 
     # Well inside the open transaction's timeout (the retry budget).

@@ -30,11 +30,12 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import CredentialsError, ExitCode
 from fusion.core.settings import RuntimeSettings, Settings
+from fusion.elastic import client as es_client
 from fusion.infra.process import free_port
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.secure import SecureMaterial
 from fusion.infra.services import Endpoints
-from fusion.runtime import clients
+from fusion.kafka import client as kafka_client
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
 
 
@@ -83,10 +84,10 @@ def test_the_servers_refuse_anyone_without_the_credentials(
         anonymous.cluster.health()
     with pytest.raises(CredentialsError, match=r"Kafka at .* refused the credentials"):
         settings = secured_settings(material, FUSION_KAFKA_SASL_PASSWORD="not-the-password")
-        clients.check_kafka(settings.kafka, timeout=15)
+        kafka_client.check(settings.kafka, timeout=15)
     settings = secured_settings(material)
-    assert clients.check_kafka(settings.kafka, timeout=15) == 1
-    assert clients.check_elasticsearch(settings.elasticsearch).startswith(("8.", "9."))
+    assert kafka_client.check(settings.kafka, timeout=15) == 1
+    assert es_client.check(settings.elasticsearch).startswith(("8.", "9."))
 
 
 def test_the_pipeline_runs_end_to_end_over_tls_with_credentials(

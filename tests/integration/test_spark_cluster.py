@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core import faults
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.runtime import clients, faults, topology
+from fusion.elastic import client as es_client
+from fusion.kafka import topics as kafka_topics
 from tests.integration.conftest import SparkCluster
 from tests.integration.pipelines import assert_exact_join, doc_count, drop, write_config_file
 
@@ -34,7 +36,7 @@ KILLS = ["indexer.after_bulk", "enricher.after_lookup:jvm"]
 
 
 def _wait_enriched(config: PipelineConfig, run: subprocess.Popen[str], count: int) -> None:
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     deadline = time.monotonic() + 400
     while doc_count(es, config.enriched_index) != count:
         if run.poll() is not None:
@@ -78,7 +80,7 @@ def test_the_pipeline_runs_on_two_workers_that_get_the_code_shipped(
     )
     keys = sorted({key for _, key, _ in data.records})
     first = set(keys[: len(keys) // 2])
-    topology.ensure_topics(config)
+    kafka_topics.ensure_topics(config)
     produce(config, [r for r in data.records if r[1] in first])
     env = dict(
         os.environ,

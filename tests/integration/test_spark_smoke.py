@@ -8,14 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from fusion.core.settings import Settings
-from fusion.runtime import clients
+from fusion.kafka import client as kafka_client
 
 
 def test_streaming_query_reads_kafka_topic(
     spark: Any, settings: Settings, make_topic: Callable[..., str]
 ) -> None:
     topic = make_topic("spark", partitions=2)
-    producer = clients.kafka_producer(settings.kafka)
+    producer = kafka_client.producer(settings.kafka)
     sent = {f"key-{i}": {"n": i} for i in range(25)}
     for key, value in sent.items():
         producer.produce(topic, key=key.encode(), value=json.dumps(value).encode())

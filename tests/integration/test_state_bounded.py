@@ -22,8 +22,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.counter.decisions import retention_ms
 from fusion.counter.state import states
-from fusion.runtime import lag
-from fusion.runtime.checkpoint import (
+from fusion.kafka import lag
+from fusion.spark.checkpoint import (
     CheckpointFiles,
     batch_offsets,
     committed_batches,

@@ -72,8 +72,15 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 # What each package may import, lowest first: a package imports its own layer or lower.
 LAYERS = [
-    {"fusion.core", "acks"},  # settings, errors, events; the ack contract
-    {"fusion.infra", "fusion.jvm", "fusion.runtime"},  # local servers, JVM code, Spark/Kafka/ES
+    {"fusion.core", "acks"},  # settings, errors, events, fault injection; the ack contract
+    {"fusion.observe"},  # metrics, their names and the one reading of them (figures)
+    {
+        "fusion.infra",
+        "fusion.jvm",
+        "fusion.kafka",
+        "fusion.elastic",
+    },  # local servers, JVM code; Kafka; ES
+    {"fusion.spark"},  # the session, the stage base class, tasks, checkpoints, query watch
     {"indexers", "fusion.counter", "fusion.enricher"},  # the stages
     {
         "fusion.pipeline",

@@ -16,9 +16,11 @@ import pytest
 
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.runtime import clients, topology
-from fusion.runtime.stage import task_counts, writer_spec
-from fusion.runtime.tasks import OUTPUT_SCHEMA, Job, output_columns
+from fusion.elastic import client as es_client
+from fusion.elastic import indexes as es_indexes
+from fusion.kafka import topics as kafka_topics
+from fusion.spark.jvm_writer import task_counts, writer_spec
+from fusion.spark.tasks import OUTPUT_SCHEMA, Job, output_columns
 from indexers.records import RawRecord
 from indexers.task import index_records
 from tests.integration.pipelines import drop, make_config, read_topic
@@ -30,8 +32,8 @@ def config(settings: Settings, tmp_path: Path) -> Iterator[PipelineConfig]:
     data = base.model_dump(mode="python")
     data["sources"][0]["fields"] = {"amount": "double"}
     config = PipelineConfig.model_validate(data)
-    topology.ensure_topics(config)
-    topology.ensure_indexes(clients.elasticsearch(config.elasticsearch), config)
+    kafka_topics.ensure_topics(config)
+    es_indexes.ensure_indexes(es_client.connect(config.elasticsearch), config)
     yield config
     drop(config)
 
@@ -72,7 +74,7 @@ def test_only_confirmed_documents_are_acked_and_mapping_conflicts_go_to_the_dlq(
         ],
     )
 
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     # refresh=wait_for returned before the acks went out: A is searchable now.
     hits = es.search(index=config.index_of(config.source("billing")), query={"match_all": {}})
     assert [(h["_id"], h["_source"]["amount"]) for h in hits["hits"]["hits"]] == [("A", 2.5)]
@@ -105,7 +107,7 @@ def test_replays_are_idempotent_and_older_data_never_overwrites_newer(
     later = _index(spark, _job(config, query, 1), newer)  # same version, rewritten
     stale = _index(spark, _job(config, query, 2), older)  # older, after the newer
 
-    es = clients.elasticsearch(config.elasticsearch)
+    es = es_client.connect(config.elasticsearch)
     doc = es.get(index=config.index_of(config.source("billing")), id="R")
     assert (doc["_version"], doc["_source"]["amount"]) == (8, 9.0)
     acks = read_topic(settings, config.acks_topic)

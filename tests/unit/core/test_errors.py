@@ -79,6 +79,13 @@ def _every_error_class() -> set[type[FusionError]]:
 def _samples() -> list[FusionError]:
     from acks.errors import AckError
     from fusion.bench.errors import IdleError, PipelineProcessError, SustainError
+    from fusion.core.errors import TopologyError
+    from fusion.elastic.errors import (
+        IndexAccessError,
+        IndexGoneError,
+        IndexingError,
+        RetryBudgetExceeded,
+    )
     from fusion.infra.errors import (
         BuildStepError,
         CompileError,
@@ -86,23 +93,16 @@ def _samples() -> list[FusionError]:
         EngineError,
         ServiceNotHealthyError,
     )
-    from fusion.runtime.errors import (
+    from fusion.kafka.errors import (
         FencedError,
-        IndexAccessError,
-        IndexGoneError,
-        IndexingError,
         KafkaAccessError,
         KafkaRefusedError,
         MarkersGoneError,
         MessageTooLargeError,
         PublishError,
-        QueryFailedError,
-        RetryBudgetExceeded,
-        StageError,
-        TopologyError,
         TransactionError,
     )
-    from fusion.runtime.retry import RetryPolicy
+    from fusion.spark.errors import QueryFailedError, StageError
 
     return [
         *ERRORS,
@@ -122,7 +122,7 @@ def _samples() -> list[FusionError]:
         TransactionError("fusion-p-counter-0", "coordinator not available"),
         PublishError("p.acks", 3, "timed out"),
         IndexingError("p-billing", 2, "429"),
-        RetryBudgetExceeded("bulk", "ConnectionError", RetryPolicy(budget_seconds=30)),
+        RetryBudgetExceeded("bulk", "ConnectionError", 30),
         TopologyError("topic p.acks", "the broker did not answer in 60 s"),
         AckError("missing field 'source'"),
         SustainError("the first step did not keep up"),

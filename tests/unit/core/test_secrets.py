@@ -9,8 +9,8 @@ import pytest
 
 from fusion.core.errors import ConfigError, CredentialsError, ServiceUnavailableError
 from fusion.core.settings import Settings
+from fusion.observe.metrics import Metrics
 from fusion.pipeline import status_line, summary
-from fusion.runtime.metrics import Metrics
 
 SECRETS = {
     "FUSION_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",

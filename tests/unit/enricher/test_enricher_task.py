@@ -8,8 +8,8 @@ import pytest
 
 from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter, dumps
+from fusion.elastic.bulk import Confirmed
 from fusion.enricher.task import EnrichedDoc, GroupSizer, Wanted, _parse, enriched_records
-from fusion.runtime.bulk import Confirmed
 
 CONFIG = PipelineConfig.model_validate(
     {

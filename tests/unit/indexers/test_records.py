@@ -6,7 +6,7 @@ import json
 import pytest
 
 from fusion.core.events import DeadLetter
-from fusion.runtime.bulk import bulk_actions
+from fusion.elastic.bulk import bulk_actions
 from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
 
 

@@ -12,7 +12,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Fault injection for the tests, the JVM twin of {@code fusion/runtime/faults.py}: the same
+ * Fault injection for the tests, the JVM twin of {@code fusion/core/faults.py}: the same
  * settings ({@code FUSION_CRASH_AT}, {@code FUSION_HOLD_AT}, {@code FUSION_FAULT_DIR}), the same
  * pass counting, so a point fires once per test run however many processes pass it.
  *

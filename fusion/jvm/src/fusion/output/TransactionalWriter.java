@@ -32,7 +32,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * producer did not: Spark hands a task to whichever Python worker is idle, so a partition's
  * transactional id moved from worker to worker and each move cost a new producer and a fencing.)
  *
- * <p>The protocol is {@code fusion/runtime/exactly_once.py}'s, with the same marker, so the
+ * <p>The protocol is {@code fusion/kafka/exactly_once.py}'s, with the same marker, so the
  * driver, {@code fusion status} and a Python writer read what this one wrote:
  *
  * <ol>
@@ -172,7 +172,7 @@ public final class TransactionalWriter
 
   /**
    * Which executor ran the task: host and working directory, as a Python worker of the same
-   * executor says it ({@code fusion.runtime.tasks.executor_label}).
+   * executor says it ({@code fusion.spark.tasks.executor_label}).
    */
   static String executorLabel() {
     String host;
@@ -235,7 +235,7 @@ public final class TransactionalWriter
     /**
      * {@code {"kafka": {client options}, "transactional_prefix", "markers_topic", "query",
      * "batch", "budget_ms", "points", "faults": {FUSION_CRASH_AT, ...}, "spool_bytes"}}, as {@code
-     * fusion.runtime.stage} writes it.
+     * fusion.spark.stage} writes it.
      */
     public static Spec parse(String json) {
       try {

@@ -276,7 +276,7 @@ final class Writer {
 
   /**
    * The error the driver reads: the name of Fusion's error class first ({@code
-   * fusion.runtime.stage.root_cause} finds it in Spark's text), so the command ends with that
+   * fusion.spark.causes.root_cause} finds it in Spark's text), so the command ends with that
    * class's line and exit code.
    */
   private IllegalStateException refused(String fusionError, Throwable cause) {

@@ -1,0 +1,230 @@
+"""Bulk-write keyed documents with ``refresh=wait_for`` and sort every item's outcome.
+
+The indexers write source documents and the enricher writes enriched ones
+through this one module. Each item ends in exactly one of these places:
+
+- **confirmed**: Elasticsearch indexed it and, because of ``refresh=wait_for``,
+  it is searchable (the indexer acks it);
+- **dead**: Elasticsearch rejected it for good (a mapping conflict, a malformed
+  document): it goes to the dead-letter topic with Elasticsearch's reason;
+- **stopped**: a refusal that is the deployment's, not the record's (401/403: no
+  privilege; 404: the index is gone): :class:`IndexAccessError` or
+  :class:`IndexGoneError` stops the query and nothing is dead-lettered;
+- **stale**: the document carries an external version and Elasticsearch
+  already holds a newer one (a replay of older data): nothing to write, no ack;
+- **retried**: a 429, a 5xx or a connection failure; the items still pending
+  are sent again with exponential backoff (:mod:`fusion.elastic.retry`), and if the
+  budget runs out :class:`IndexingError` fails the micro-batch, which Spark
+  replays from its checkpoint.
+
+Replays are safe: ``_id`` is the join key, and with a version the write is
+``version_type=external_gte``, so the same version rewrites the same content
+and an older one can never overwrite a newer document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from elasticsearch import Elasticsearch, helpers
+
+from fusion.core.events import DeadLetter, Stage
+from fusion.elastic.errors import (
+    IndexAccessError,
+    IndexGoneError,
+    IndexingError,
+    RetryBudgetExceeded,
+)
+from fusion.elastic.retry import (
+    INDEX_GONE,
+    TRANSIENT_STATUS,
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+)
+from fusion.observe.metrics import Metrics
+
+VERSION_CONFLICT = 409
+NOT_FOUND = 404
+ACCESS_DENIED = frozenset({401, 403})
+
+
+class Document(Protocol):
+    """A document to write under ``_id`` = ``key``, and the Kafka record it came from."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def source(self) -> dict[str, Any] | bytes:
+        """The document's ``_source``: a dict, or its JSON when the caller serialized it already."""
+        ...
+
+    @property
+    def where(self) -> tuple[str, int, int]: ...
+    @property
+    def original(self) -> bytes: ...
+    @property
+    def version(self) -> int | None:
+        """External version (newer data, higher number), or None for last-write-wins."""
+        ...
+
+
+D = TypeVar("D", bound=Document)
+
+
+@dataclass(frozen=True)
+class Confirmed(Generic[D]):
+    """A document Elasticsearch indexed, with the coordinates the ack carries."""
+
+    record: D
+    index: str
+    seq_no: int
+    primary_term: int
+    version: int
+
+
+@dataclass
+class WriteResult(Generic[D]):
+    confirmed: list[Confirmed[D]] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+    stale: list[D] = field(default_factory=list)
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where documents go, and how failures are attributed in dead letters."""
+
+    index: str
+    stage: Stage
+    source: str | None
+    chunk_size: int
+    # Source documents must be searchable before they are acked; enriched ones
+    # need not wait for a refresh to count as written.
+    wait_for_refresh: bool = True
+
+
+def write_documents(
+    es: Elasticsearch,
+    target: Target,
+    records: Iterable[D],
+    retry: RetryPolicy | None = None,
+    metrics: Metrics | None = None,
+) -> WriteResult[D]:
+    """Index ``records`` into ``target.index``; see the module docstring for the outcomes."""
+    pending: dict[str, D] = {record.key: record for record in records}
+    result: WriteResult[D] = WriteResult()
+
+    def one_pass() -> None:
+        _send(es, target, pending, result)
+
+    try:
+        call_with_retries(
+            one_pass, f"bulk write to {target.index}", retry or RetryPolicy(), metrics
+        )
+    except RetryBudgetExceeded as exc:
+        raise IndexingError(target.index, len(pending), exc.detail) from None
+    return result
+
+
+def _send(es: Elasticsearch, target: Target, pending: dict[str, D], result: WriteResult[D]) -> None:
+    """One pass over ``pending``: settle what can be settled, raise Transient for the rest."""
+    if not pending:
+        return
+    last_error = ""
+    records = list(pending.values())
+    result.requests += -(-len(records) // target.chunk_size)
+    outcomes = helpers.streaming_bulk(
+        es,
+        bulk_actions(target.index, records),
+        chunk_size=target.chunk_size,
+        max_chunk_bytes=50 * 1024 * 1024,
+        refresh="wait_for" if target.wait_for_refresh else "false",
+        raise_on_error=False,
+        raise_on_exception=False,
+        max_retries=0,
+    )
+    # A broken connection raises out of here; call_with_retries retries it, and the
+    # items settled before it stay settled (they left ``pending``).
+    for record, (ok, item) in zip(records, outcomes, strict=True):
+        last_error = _settle(target, record, ok, item, pending, result) or last_error
+    if pending:
+        raise Transient(last_error)
+
+
+def _settle(
+    target: Target,
+    record: D,
+    ok: bool,
+    item: dict[str, Any],
+    pending: dict[str, D],
+    result: WriteResult[D],
+) -> str:
+    """File one item's outcome; return the error text of a transient failure, else ''."""
+    outcome: dict[str, Any] = item.get("index", item)
+    status = outcome.get("status")
+    if not ok and (not isinstance(status, int) or status in TRANSIENT_STATUS):
+        return f"status {status}: {_reason(outcome)}"
+    if not ok:
+        _raise_if_deployment(target.index, status, outcome)
+    del pending[record.key]
+    if ok:
+        result.confirmed.append(
+            Confirmed(
+                record,
+                outcome["_index"],
+                outcome["_seq_no"],
+                outcome["_primary_term"],
+                outcome["_version"],
+            )
+        )
+    elif status == VERSION_CONFLICT and record.version is not None:
+        result.stale.append(record)
+    else:
+        result.dead.append(
+            DeadLetter.of(
+                f"rejected by Elasticsearch: {_reason(outcome)}",
+                target.stage,
+                target.source,
+                record.where,
+                record.original,
+                record.key,
+            )
+        )
+    return ""
+
+
+def _raise_if_deployment(index: str, status: int | None, outcome: dict[str, Any]) -> None:
+    """Stop on a refusal that every record would meet: no privilege, no index.
+
+    Dead-lettering these would empty the whole stream into the dead-letter
+    topic for one deployment mistake.
+    """
+    if status is not None and status in ACCESS_DENIED:
+        raise IndexAccessError(index, status, _reason(outcome))
+    error = outcome.get("error")
+    if status == NOT_FOUND or (isinstance(error, dict) and error.get("type") == INDEX_GONE):
+        raise IndexGoneError(index, _reason(outcome))
+
+
+def _reason(outcome: dict[str, Any]) -> str:
+    error = outcome.get("error") or outcome.get("exception") or "unknown error"
+    if isinstance(error, dict):
+        return f"{error.get('type', 'error')}: {error.get('reason', '')}".strip()
+    return str(error)
+
+
+def bulk_actions(index: str, records: Iterable[Document]) -> Iterable[dict[str, Any]]:
+    """One bulk ``index`` action per record, ``_id`` = key; the record is not modified."""
+    for record in records:
+        action: dict[str, Any] = {
+            "_op_type": "index",
+            "_index": index,
+            "_id": record.key,
+            "_source": record.source,
+        }
+        if record.version is not None:
+            action |= {"version": record.version, "version_type": "external_gte"}
+        yield action

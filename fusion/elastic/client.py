@@ -1,0 +1,47 @@
+"""Elasticsearch clients built from the frozen settings, and the start-up check."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import TransportError as ESTransportError
+
+from fusion.core.errors import CredentialsError, ServiceUnavailableError, TlsTrustError
+from fusion.core.settings import ElasticsearchSettings
+
+if TYPE_CHECKING:
+    pass
+
+
+def connect(settings: ElasticsearchSettings) -> Elasticsearch:
+    return Elasticsearch(**settings.as_client_options())
+
+
+def check(settings: ElasticsearchSettings) -> str:
+    """The server's version; ``ServiceUnavailableError`` if it does not answer.
+
+    Read from ``GET _nodes/_local``, not ``GET /``: the integ-test-zip
+    distributions (8.9 on) do not serve the root endpoint, every distribution
+    serves this one.
+    """
+    try:
+        info = version(connect(settings))
+    except ApiError as exc:
+        if exc.meta.status in (401, 403):
+            raise CredentialsError(
+                "Elasticsearch", settings.url, f"HTTP {exc.meta.status}"
+            ) from None
+        raise ServiceUnavailableError("Elasticsearch", settings.url, str(exc.message)) from None
+    except (ESTransportError, OSError) as exc:
+        if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            detail = "certificate verify failed"
+            raise TlsTrustError("Elasticsearch", settings.url, detail) from None
+        raise ServiceUnavailableError("Elasticsearch", settings.url, type(exc).__name__) from None
+    return info
+
+
+def version(es: Elasticsearch) -> str:
+    """The version of the node ``es`` talks to."""
+    nodes = es.nodes.info(node_id="_local", metric="_none", filter_path="nodes.*.version")
+    return str(next(iter(nodes["nodes"].values()))["version"])

@@ -1,0 +1,87 @@
+"""Create the pipeline's indexes if they are missing, with mappings from the source hints."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from elasticsearch import BadRequestError, Elasticsearch
+
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import TopologyError
+
+if TYPE_CHECKING:
+    pass
+
+
+def index_meta(config: PipelineConfig) -> dict[str, str]:
+    """The ``_meta`` of the indexes Fusion creates: which pipeline owns them."""
+    return {"fusion_pipeline": config.name}
+
+
+def source_mapping(config: PipelineConfig, fields: dict[str, str]) -> dict[str, Any]:
+    properties: dict[str, Any] = {config.key_field: {"type": "keyword"}}
+    properties.update({name: {"type": kind} for name, kind in fields.items()})
+    return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
+
+
+def enriched_mapping(config: PipelineConfig) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        config.key_field: {"type": "keyword"},
+        "fusion": {
+            "properties": {
+                "fired_at": {"type": "date"},
+                "enriched_at": {"type": "date"},
+                "versions": {"type": "object"},
+            }
+        },
+    }
+    for source in config.sources:
+        nested = source_mapping(config, dict(source.fields))["properties"]
+        properties[source.name] = {"type": "object", "properties": nested}
+    return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
+
+
+def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
+    """Create every missing index with its mapping; return the ones created.
+
+    An existing index that this pipeline created (its mapping's ``_meta``
+    says so) gets the pipeline's refresh interval if it has another, so a
+    changed ``refresh_interval`` takes effect at the next start; an index
+    someone else made keeps its own.
+    """
+    wanted = {config.index_of(s): source_mapping(config, dict(s.fields)) for s in config.sources}
+    wanted[config.enriched_index] = enriched_mapping(config)
+    created = []
+    for index, mapping in wanted.items():
+        refresh = refresh_interval(config, index)
+        settings = {"index": {"refresh_interval": refresh}}
+        if es.indices.exists(index=index):
+            _update_refresh(es, config, index, refresh)
+            continue
+        try:
+            es.indices.create(index=index, mappings=mapping, settings=settings)
+        except BadRequestError as exc:
+            if exc.error != "resource_already_exists_exception":
+                raise TopologyError(f"index {index}", str(exc.message)) from None
+        created.append(index)
+    return created
+
+
+def refresh_interval(config: PipelineConfig, index: str) -> str:
+    """The refresh interval the pipeline wants on one of its indexes."""
+    if index == config.enriched_index:
+        return config.pipeline.enriched_refresh_interval
+    return config.pipeline.refresh_interval
+
+
+def _update_refresh(es: Elasticsearch, config: PipelineConfig, index: str, refresh: str) -> None:
+    mapping: dict[str, Any] = dict(es.indices.get_mapping(index=index))
+    found_mapping: dict[str, Any] = next(iter(mapping.values()), {})
+    meta = found_mapping.get("mappings", {}).get("_meta", {})
+    if meta.get("fusion_pipeline") != config.name:
+        return
+    found = dict(es.indices.get_settings(index=index, name="index.refresh_interval"))
+    settings: dict[str, Any] = next(iter(found.values()), {})
+    current = settings.get("settings", {}).get("index", {}).get("refresh_interval")
+    if current != refresh:
+        es.indices.put_settings(index=index, settings={"index": {"refresh_interval": refresh}})

@@ -1,0 +1,152 @@
+"""How far behind each query is: its committed input offsets against the topics' ends.
+
+Each query commits its input offsets with its batch marker
+(:mod:`fusion.kafka.markers`) in its own consumer group,
+``fusion-<pipeline>-<query>``; lag is what the topics hold past them. Read
+by ``fusion status``, the Prometheus endpoint, ``--stop-when-idle`` and the
+benchmark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from confluent_kafka import TopicPartition
+
+from fusion.core.config import PipelineConfig
+from fusion.kafka import client as kafka_client
+from fusion.kafka.markers import Marker, read_markers
+
+ALL_SOURCES = "indexers"  # the one indexer query over every source topic
+
+
+def indexer_stage(config: PipelineConfig, sources: tuple[str, ...]) -> str:
+    """The name of the indexer query of ``sources``: ``indexers`` for all, else ``indexer-<s>``."""
+    if set(sources) == set(config.source_names):
+        return ALL_SOURCES
+    (source,) = sources
+    return f"indexer-{source}"
+
+
+SINGLE = "single"  # the whole pipeline as one query (fusion.single)
+
+
+def indexer_stages(config: PipelineConfig) -> list[str]:
+    """Every query that reads the source topics: the single one, the indexers (all, or one)."""
+    return [SINGLE, ALL_SOURCES, *(f"indexer-{s}" for s in config.source_names)]
+
+
+def stage_inputs(config: PipelineConfig, naive: bool = False) -> dict[str, list[str]]:
+    """Each query's name and the topics it reads (``naive``: the benchmark's baseline's)."""
+    sources = [config.topic_of(s) for s in config.sources]
+    if naive:
+        return {"naive": sources}
+    if config.pipeline.layout == "single":
+        return {SINGLE: sources}
+    stages = {ALL_SOURCES: sources} | {
+        f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources
+    }
+    stages["counter"] = [config.acks_topic]
+    if config.pipeline.enrich_in == "enricher":
+        stages["enricher"] = config.enricher_topics()
+    return stages
+
+
+def stage_markers(
+    config: PipelineConfig, only: str | list[str] | None = None
+) -> dict[str, tuple[Marker | None, dict[tuple[str, int], int]]]:
+    """Each query's (or ``only`` those) last marker and committed input offsets."""
+    wanted = [only] if isinstance(only, str) else only
+    every = stage_inputs(config, naive=wanted == ["naive"])
+    inputs = {s: t for s, t in every.items() if wanted is None or s in wanted}
+    groups = {f"fusion-{config.name}-{stage}": topics for stage, topics in inputs.items()}
+    found = read_markers(config.kafka, config.markers_topic, groups)
+    return {group.removeprefix(f"fusion-{config.name}-"): value for group, value in found.items()}
+
+
+def consumer_lag(config: PipelineConfig, only: str | None = None) -> dict[str, int | None]:
+    """Records (plus transaction markers) each query (or ``only`` that one) still has to read."""
+    return lag_of(config, stage_markers(config, only))
+
+
+def behind(config: PipelineConfig, stages: list[str]) -> int:
+    """Records ``stages`` still have to read; a stage that never committed counts from 0."""
+    return sum(stage_lag(config, stages).values())
+
+
+def stage_lag(config: PipelineConfig, stages: list[str]) -> dict[str, int]:
+    """Records each of ``stages`` still has to read; one that never committed counts from 0."""
+    markers = {stage: stage_markers(config, stage)[stage] for stage in stages}
+    lag = lag_of(config, markers, unstarted_from_zero=True)
+    return {stage: value or 0 for stage, value in lag.items()}
+
+
+def lag_of(
+    config: PipelineConfig,
+    markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]],
+    unstarted_from_zero: bool = False,
+) -> dict[str, int | None]:
+    inputs = stage_inputs(config, naive="naive" in markers)
+    ends = _end_offsets(config, {t for stage in markers for t in inputs[stage]})
+    lag: dict[str, int | None] = {}
+    for stage, (marker, offsets) in markers.items():
+        if marker is None and not unstarted_from_zero:
+            lag[stage] = None
+            continue
+        lag[stage] = sum(
+            max(0, end - offsets.get((topic, partition), 0))
+            for (topic, partition), end in ends.items()
+            if topic in inputs[stage]
+        )
+    return lag
+
+
+def source_lag(
+    config: PipelineConfig, markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]]
+) -> dict[str, int | None]:
+    """Records each source's topic holds past the furthest any indexer query committed.
+
+    None for a source that no indexer query has committed a batch of yet.
+    """
+    inputs = stage_inputs(config)
+    committed: dict[tuple[str, int], int] = {}
+    started: set[str] = set()
+    for stage in indexer_stages(config):
+        marker, offsets = markers.get(stage, (None, {}))
+        if marker is None:
+            continue
+        started.update(inputs[stage])
+        for where, offset in offsets.items():
+            committed[where] = max(offset, committed.get(where, 0))
+    topics = {config.topic_of(s): s.name for s in config.sources}
+    ends = _end_offsets(config, set(topics))
+    return {
+        source: None
+        if topic not in started
+        else sum(max(0, end - committed.get(tp, 0)) for tp, end in ends.items() if tp[0] == topic)
+        for topic, source in topics.items()
+    }
+
+
+def partitions(config: PipelineConfig, topics: list[str]) -> dict[str, list[int]]:
+    """The partitions of each of ``topics`` (none for a topic that does not exist)."""
+    consumer = kafka_client.consumer(config.kafka, f"fusion-status-{config.name}")
+    try:
+        metadata = consumer.list_topics(timeout=10).topics
+        return {t: sorted(metadata[t].partitions) if t in metadata else [] for t in topics}
+    finally:
+        consumer.close()
+
+
+def _end_offsets(config: PipelineConfig, topics: set[str]) -> dict[tuple[str, int], int]:
+    consumer = kafka_client.consumer(config.kafka, f"fusion-status-{config.name}")
+    try:
+        metadata = consumer.list_topics(timeout=10).topics
+        ends = {}
+        for topic in topics:
+            for partition in metadata[topic].partitions if topic in metadata else []:
+                tp = TopicPartition(topic, partition)
+                ends[(topic, partition)] = consumer.get_watermark_offsets(tp, timeout=10)[1]
+        return ends
+    finally:
+        consumer.close()

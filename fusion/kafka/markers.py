@@ -1,0 +1,109 @@
+"""Batch markers: the last batch each writer committed, and what it counted.
+
+A writer (a query's driver, a task, ``fusion reconcile``) commits a marker with
+each batch's transaction, as the consumer-group offset metadata of its group
+on the markers topic (:mod:`fusion.kafka.exactly_once`). :func:`read_markers`
+reads them back, with the input offsets committed alongside, for ``fusion
+status``, consumer lag and the benchmark.
+
+Kafka deletes a group's offsets ``offsets.retention.minutes`` (7 days by
+default) after its last commit. Only a replay needs a marker: the batch Spark
+planned but never committed, after a crash. :func:`replay_unmarked` tells,
+at start, when such a batch waits and the markers are gone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from confluent_kafka import TopicPartition
+
+from fusion.core.settings import KafkaSettings
+from fusion.kafka import client as kafka_client
+from fusion.kafka.calls import retry_kafka
+
+
+@dataclass(frozen=True)
+class Marker:
+    """The last batch a writer committed, and what that batch counted."""
+
+    query: str
+    batch: int
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    def to_metadata(self) -> str:
+        return json.dumps({"q": self.query, "b": self.batch, "c": dict(self.counts)})
+
+    @classmethod
+    def from_metadata(cls, text: str | None) -> Marker | None:
+        try:
+            data = json.loads(text or "")
+            return cls(str(data["q"]), int(data["b"]), dict(data.get("c", {})))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def read_markers(
+    settings: KafkaSettings,
+    markers_topic: str,
+    groups: Mapping[str, Sequence[str]],
+    timeout: float = 30.0,
+) -> dict[str, tuple[Marker | None, dict[tuple[str, int], int]]]:
+    """For each writer group (and the topics it reads): its marker and committed input offsets.
+
+    Read with a consumer of that group, which never joins it (librdkafka's
+    admin call for the same answer crashes while the offsets coordinator loads).
+    """
+    result: dict[str, tuple[Marker | None, dict[tuple[str, int], int]]] = {}
+    for group, topics in groups.items():
+        consumer = kafka_client.consumer(settings, group)
+        try:
+            metadata = consumer.list_topics(timeout=timeout).topics
+            wanted = [TopicPartition(markers_topic, 0)] + [
+                TopicPartition(topic, partition)
+                for topic in topics
+                if topic in metadata
+                for partition in metadata[topic].partitions
+            ]
+            positions: list[TopicPartition] = retry_kafka(
+                partial(consumer.committed, wanted, timeout=timeout),
+                timeout,
+                "read a batch marker",
+            )
+        finally:
+            consumer.close()
+        marker = None
+        offsets: dict[tuple[str, int], int] = {}
+        for tp in positions:
+            if tp.offset < 0:
+                continue
+            if tp.topic == markers_topic:
+                marker = Marker.from_metadata(tp.metadata)
+            else:
+                offsets[(tp.topic, tp.partition)] = tp.offset
+        result[group] = (marker, offsets)
+    return result
+
+
+# Set (to "1") by `fusion run --replay-unmarked`: replay such a batch anyway.
+REPLAY_UNMARKED = "FUSION_REPLAY_UNMARKED"
+
+
+def replay_unmarked(
+    planned: Sequence[int], committed: Sequence[int], marker: Marker | None, query: str
+) -> int | None:
+    """The batch a query would replay without its markers, or None if its replay is safe.
+
+    A query that committed a batch always left its driver's marker (the first
+    batch of every run commits one), so a checkpoint with committed batches and
+    no marker of its query means Kafka expired the markers (or the markers
+    topic was recreated). That matters only if a batch waits to be replayed.
+    """
+    if not planned or not committed or planned[-1] <= committed[-1]:
+        return None  # nothing to replay, or the very first batch (no marker expected yet)
+    if marker is not None and marker.query == query:
+        return None
+    return planned[-1]

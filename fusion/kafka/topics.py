@@ -1,0 +1,122 @@
+"""Create the pipeline's topics if they are missing; delete topics and the pipeline's groups."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin._resource import ResourceType
+from confluent_kafka.cimpl import NewTopic
+
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ServiceUnavailableError, TopologyError
+from fusion.kafka import client as kafka_client
+
+if TYPE_CHECKING:
+    pass
+
+
+def ensure_topics(config: PipelineConfig) -> list[str]:
+    """Create every missing topic; return the ones created."""
+    admin = kafka_client.admin(config.kafka)
+    try:
+        existing = set(admin.list_topics(timeout=15).topics)
+    except KafkaException as exc:
+        raise ServiceUnavailableError("Kafka", config.kafka.bootstrap, str(exc.args[0])) from None
+    wanted = [t for t in dict.fromkeys(config.all_topics()) if t not in existing]
+    _raise_message_size(admin, config, [t for t in config.output_topics() if t in existing])
+    if not wanted:
+        return []
+    # replication_factor -1: the broker's default, right for one node and for a cluster.
+    futures = admin.create_topics([_new_topic(config, t) for t in wanted], operation_timeout=30)
+    for topic, future in futures.items():
+        try:
+            future.result(timeout=60)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise TopologyError(f"topic {topic}", str(exc.args[0])) from None
+        except TimeoutError:
+            detail = "the broker did not answer in 60 s; is it overloaded or still starting?"
+            raise TopologyError(f"topic {topic}", detail) from None
+    return wanted
+
+
+def _new_topic(config: PipelineConfig, topic: str) -> NewTopic:
+    if topic == config.markers_topic:
+        # One small record per query, read in full on every start: compact it.
+        return NewTopic(topic, 1, -1, config={"cleanup.policy": "compact"})
+    if topic == config.clock_topic:
+        # A tick now and then, read once: an hour of them is plenty.
+        return NewTopic(topic, 1, -1, config={"retention.ms": str(3_600_000)})
+    options = {}
+    if topic in config.output_topics():
+        options["max.message.bytes"] = str(config.topic_message_bytes)
+    return NewTopic(topic, config.pipeline.topic_partitions, -1, config=options)
+
+
+def _raise_message_size(admin: Any, config: PipelineConfig, topics: list[str]) -> None:
+    """Let the output topics that exist take a record as large as Fusion may write.
+
+    Topics an older Fusion created have the broker's default (1 MB), less than
+    an enriched document of N records of up to ``max_record_bytes``. A topic
+    that cannot be changed (no ``AlterConfigs`` right) stops the start here,
+    not the first large record later.
+    """
+    if not topics:
+        return
+    wanted = config.topic_message_bytes
+    resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
+    small = []
+    for resource, future in admin.describe_configs(resources, request_timeout=30).items():
+        try:
+            entries = future.result(timeout=60)
+        except KafkaException as exc:
+            raise TopologyError(f"topic {resource.name}", str(exc.args[0])) from None
+        entry = entries.get("max.message.bytes")
+        if entry is not None and int(entry.value) < wanted:
+            small.append(resource.name)
+    if not small:
+        return
+    size = ConfigEntry(
+        "max.message.bytes", str(wanted), incremental_operation=AlterConfigOpType.SET
+    )
+    changes = [ConfigResource(ResourceType.TOPIC, t, incremental_configs=[size]) for t in small]
+    for resource, future in admin.incremental_alter_configs(changes, request_timeout=30).items():
+        try:
+            future.result(timeout=60)
+        except KafkaException as exc:
+            raise TopologyError(
+                f"topic {resource.name}",
+                f"its max.message.bytes is below the {wanted} bytes Fusion may write to it "
+                f"(N+1 records of max_record_bytes) and could not be raised ({exc.args[0]}); "
+                f"set max.message.bytes={wanted} on it, or lower [pipeline] max_record_bytes",
+            ) from None
+
+
+def delete_groups(config: PipelineConfig) -> None:
+    """Forget the pipeline's markers (consumer groups named ``fusion-<pipeline>-...``)."""
+    admin = kafka_client.admin(config.kafka)
+    prefix = f"fusion-{config.name}-"
+    listed = admin.list_consumer_groups(request_timeout=15).result()
+    groups = [g.group_id for g in listed.valid if g.group_id.startswith(prefix)]
+    if groups:
+        for future in admin.delete_consumer_groups(groups, request_timeout=15).values():
+            future.result()
+
+
+def delete_topics(config: PipelineConfig, topics: list[str]) -> None:
+    """Delete ``topics`` (those that exist) and wait until the broker no longer lists them."""
+    admin = kafka_client.admin(config.kafka)
+    existing = set(admin.list_topics(timeout=15).topics)
+    doomed = [t for t in dict.fromkeys(topics) if t in existing]
+    if doomed:
+        for future in admin.delete_topics(doomed, operation_timeout=30).values():
+            future.result(timeout=60)
+        # Deletion is asynchronous: wait until the broker no longer lists them.
+        deadline = time.monotonic() + 60
+        while set(doomed) & set(admin.list_topics(timeout=15).topics):
+            if time.monotonic() > deadline:
+                raise TopologyError("fresh topics", f"{doomed} are still being deleted")
+            time.sleep(0.2)

@@ -1,0 +1,67 @@
+"""Watch Kafka and Elasticsearch while the pipeline runs, and say so when one is down.
+
+The stages retry an unreachable server inside their executor tasks, where the
+driver cannot see it until the task ends. So the driver asks both servers
+itself every few seconds (cluster health, broker metadata) and keeps an alert
+on the status line while one does not answer: an outage is news the moment it
+starts, not when a micro-batch finally gives up.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Any
+
+from fusion.core.config import PipelineConfig
+from fusion.elastic import client as es_client
+from fusion.kafka import client as kafka_client
+from fusion.observe.metrics import Metrics
+from fusion.observe.names import ES_ALERT, KAFKA_ALERT
+
+
+class HealthWatch:
+    """A daemon thread probing both servers every ``interval`` seconds; use it as a context."""
+
+    def __init__(self, config: PipelineConfig, metrics: Metrics, interval: float = 2.0) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fusion-health", daemon=True)
+
+    def __enter__(self) -> HealthWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        settings = self.config.elasticsearch.model_copy(update={"request_timeout": self.interval})
+        es = es_client.connect(settings)
+        admin = kafka_client.shared_admin(self.config.kafka)
+        try:
+            self._probe(es, admin)
+        finally:
+            es.close()  # the probe's connections go with the watch (a driver restarts queries)
+
+    def _probe(self, es: Any, admin: Any) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                es.cluster.health(timeout=f"{self.interval:g}s")
+                self.metrics.clear_alert(ES_ALERT)
+            except Exception as exc:
+                message = f"Elasticsearch unavailable, retrying: {type(exc).__name__}"
+                self.metrics.alert(ES_ALERT, message)
+            try:
+                admin.list_topics(timeout=self.interval)
+                self.metrics.clear_alert(KAFKA_ALERT)
+            except Exception as exc:
+                self.metrics.alert(KAFKA_ALERT, f"Kafka unavailable, retrying: {exc}")

@@ -1,0 +1,285 @@
+"""Prometheus metrics of a running pipeline: ``fusion run --metrics-port 9464``.
+
+The driver's :class:`~fusion.observe.metrics.Metrics` already adds up what every
+task of every query did; :func:`families` renders those counts in
+Prometheus's conventions (``fusion_..._total`` counters, base units, labels
+for stage, source and kind) at scrape time, so nothing is counted twice and
+nothing runs when nobody scrapes. Consumer lag is the one figure read from
+Kafka: at most once per ``LAG_MAX_AGE`` seconds, whatever the scrape rate.
+
+The counts are this process's since it started; a restart resets them, which
+``rate()`` and ``increase()`` expect of a counter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from types import TracebackType
+from typing import Any
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ConfigError
+from fusion.observe.figures import Figures
+from fusion.observe.metrics import Metrics
+from fusion.observe.names import ES_ALERT, KAFKA_ALERT
+
+LAG_MAX_AGE = 5.0  # seconds a consumer-lag reading is served before it is read again
+
+
+def families(
+    config: PipelineConfig,
+    queries: list[str],
+    counts: Mapping[str, int],
+    alerts: Mapping[str, str],
+    lag: Mapping[str, int],
+) -> list[Metric]:
+    """Every metric of the running ``queries`` from the driver's counts (pure, plain data).
+
+    A query that has done nothing yet still shows, at 0: a dashboard's rate
+    of a series that does not exist is no rate at all.
+    """
+    figures = Figures(counts)
+    found = [
+        *_indexers(config, figures),
+        *_counter(figures),
+        *_enricher(figures),
+        _per_query(
+            _dead_letter_stages(config, queries),
+            figures.query_dead_letters,
+            CounterMetricFamily(
+                "fusion_dead_letters",
+                "Records sent to the dead-letter topic, by the stage that sent them",
+                labels=["query"],
+            ),
+        ),
+        _per_query(
+            queries,
+            figures.input_records,
+            CounterMetricFamily(
+                "fusion_input_records", "Records the query's batches read", labels=["query"]
+            ),
+        ),
+        _per_query(
+            queries,
+            figures.batch_seconds,
+            CounterMetricFamily(
+                "fusion_batch_seconds",
+                "Time the query spent in batches that read rows",
+                labels=["query"],
+            ),
+        ),
+        _es_requests(config, queries, figures),
+        CounterMetricFamily(
+            "fusion_es_retries", "Elasticsearch calls retried", value=figures.es_retries
+        ),
+        _latency(figures),
+    ]
+    lag_family = GaugeMetricFamily(
+        "fusion_consumer_lag_records",
+        "Records the query still has to read from its input topics",
+        labels=["query"],
+    )
+    for query, value in sorted(lag.items()):
+        lag_family.add_metric([query], value)
+    up = GaugeMetricFamily(
+        "fusion_server_up", "1 while the driver's probe of the server succeeds", labels=["server"]
+    )
+    for server, alert in (("kafka", KAFKA_ALERT), ("elasticsearch", ES_ALERT)):
+        up.add_metric([server], 0 if alert in alerts else 1)
+    return [*found, lag_family, up]
+
+
+def _indexers(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:
+    for what, name, help in (
+        ("records", "fusion_source_records", "Source records the indexer read"),
+        ("indexed", "fusion_indexed_documents", "Documents Elasticsearch confirmed"),
+        ("acks", "fusion_acks", "Acks published for confirmed documents"),
+    ):
+        family = CounterMetricFamily(name, help, labels=["source"])
+        for source in config.source_names:
+            family.add_metric([source], getattr(figures.source(source), what))
+        yield family
+    lost = CounterMetricFamily(
+        "fusion_source_records_lost",
+        "Source records deleted from their topic before the indexer read them",
+        labels=["source", "partition"],
+    )
+    for source in config.source_names:
+        for partition, count in sorted(figures.source(source).lost_by_partition.items()):
+            lost.add_metric([source, str(partition)], count)
+    yield lost
+
+
+def _counter(figures: Figures) -> Iterator[Metric]:
+    for event, value, help in (
+        ("fired", figures.fired, "Keys whose every required source became searchable (once each)"),
+        ("incomplete", figures.incomplete, "Keys whose deadline passed, a source missing"),
+        ("updated", figures.updated, "Source changes to keys that had already fired"),
+    ):
+        yield CounterMetricFamily(f"fusion_counter_{event}_keys", help, value=value)
+    yield GaugeMetricFamily(
+        "fusion_counter_pending_keys",
+        "Keys seen in this run that neither fired nor expired yet",
+        value=figures.pending_keys,
+    )
+    yield GaugeMetricFamily(
+        "fusion_counter_state_keys",
+        "Keys in the counter's state after its last batch",
+        value=figures.state_keys,
+    )
+
+
+def _enricher(figures: Figures) -> Iterator[Metric]:
+    yield CounterMetricFamily(
+        "fusion_ready_events",
+        "Ready, update and incomplete events the enricher read",
+        value=figures.ready,
+    )
+    enriched = CounterMetricFamily(
+        "fusion_enriched_documents",
+        "Enriched documents Elasticsearch confirmed, by why they were written",
+        labels=["kind"],
+    )
+    updated, partial = figures.enriched_updates, figures.enriched_partial
+    first = figures.enriched - updated - partial
+    for kind, value in (("complete", first), ("update", updated), ("partial", partial)):
+        enriched.add_metric([kind], value)
+    yield enriched
+
+
+def _es_requests(config: PipelineConfig, queries: list[str], figures: Figures) -> Metric:
+    family = CounterMetricFamily(
+        "fusion_es_requests",
+        "Requests sent to Elasticsearch, by stage and kind",
+        labels=["stage", "kind"],
+    )
+    lookup = "mget" if config.pipeline.lookup == "batched" else "get"
+    rows = [(f"indexer-{s}", "bulk", figures.source(s).bulk_requests) for s in config.source_names]
+    rows += [
+        ("enricher", lookup, figures.lookups),
+        ("enricher", "bulk", figures.enricher_bulk_requests),
+    ]
+    if "naive" in queries:
+        rows = [("naive", "get", figures.lookups), ("naive", "bulk", figures.bulk_requests)]
+    for stage, kind, value in rows:
+        family.add_metric([stage, kind], value)
+    return family
+
+
+def _dead_letter_stages(config: PipelineConfig, queries: list[str]) -> list[str]:
+    """The stages that dead-letter (one query may run several: ``single``, ``indexers``).
+
+    The label keeps a stage's name whichever layout runs it, so an alert on
+    ``indexer-<source>`` holds when the layout changes.
+    """
+    if "naive" in queries:
+        return ["naive"]
+    return [*(f"indexer-{s}" for s in config.source_names), "counter", "enricher"]
+
+
+def _per_query(
+    queries: list[str], value: Callable[[str], float], family: CounterMetricFamily
+) -> Metric:
+    for query in queries:
+        family.add_metric([query], value(query))
+    return family
+
+
+def _latency(figures: Figures) -> Metric:
+    """The fire-to-enriched histogram: Fusion's buckets, every one on every scrape, cumulative."""
+    cumulative, buckets = 0, []
+    for bound, count in figures.latency_buckets():
+        cumulative += count
+        buckets.append(("+Inf" if bound == float("inf") else _le(bound), cumulative))
+    family = HistogramMetricFamily(
+        "fusion_enrichment_latency_seconds",
+        "Seconds from a key's fire to its enriched document being confirmed",
+    )
+    family.add_metric([], buckets, sum_value=figures.latency_sum_seconds)
+    return family
+
+
+def _le(bound: float) -> str:
+    return f"{bound:g}" if bound != int(bound) else f"{bound:.1f}"
+
+
+class PipelineCollector(Collector):
+    """Renders the driver's metrics at each scrape; reads consumer lag at most every few seconds."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        queries: list[str],
+        metrics: Metrics,
+        read_lag: Callable[[], Mapping[str, int]],
+    ) -> None:
+        self.config = config
+        self.queries = queries
+        self.metrics = metrics
+        self.read_lag = read_lag
+        self._lag: Mapping[str, int] = {}
+        self._lag_at = -LAG_MAX_AGE
+        self._lock = threading.Lock()
+
+    def collect(self) -> Iterator[Metric]:
+        counts, alerts = self.metrics.counts(), self.metrics.alerts()
+        yield from families(self.config, self.queries, counts, alerts, self.lag())
+
+    def lag(self) -> Mapping[str, int]:
+        with self._lock:
+            if time.monotonic() - self._lag_at >= LAG_MAX_AGE:
+                # Kafka down: fusion_server_up says so, and the last reading stays.
+                with contextlib.suppress(Exception):
+                    self._lag = self.read_lag()
+                self._lag_at = time.monotonic()
+            return self._lag
+
+
+class MetricsServer:
+    """The ``/metrics`` endpoint while inside: ``with MetricsServer(...): run the queries``."""
+
+    def __init__(self, collector: Collector, host: str, port: int) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(collector)
+        self.host = host
+        self.port = port
+        self._server: Any = None
+
+    def __enter__(self) -> MetricsServer:
+        from prometheus_client import start_http_server
+
+        try:
+            self._server, _ = start_http_server(self.port, self.host, registry=self.registry)
+        except OSError as exc:
+            raise ConfigError(
+                "--metrics-port",
+                "",
+                f"cannot serve metrics on {self.host}:{self.port} ({exc.strerror}); "
+                "choose a free port",
+            ) from None
+        self.port = self._server.server_port
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/metrics"
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,163 @@
+"""Reading Kafka as a stream and starting a stage's foreachBatch query."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from fusion.core.config import PipelineConfig
+from fusion.kafka.errors import MarkersGoneError
+from fusion.kafka.markers import REPLAY_UNMARKED, Marker, replay_unmarked
+from fusion.observe.names import REPLAY_ALERT
+from fusion.spark import tasks
+from fusion.spark.checkpoint import (
+    CheckpointFiles,
+    committed_batches,
+    planned_batches,
+    query_id,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from fusion.spark.stage import BatchStage
+
+
+KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
+
+
+def read_kafka(
+    spark: SparkSession, config: PipelineConfig, *topics: str, starting: str | None = None
+) -> DataFrame:
+    """A streaming read of ``topics``: committed records only (``read_committed``).
+
+    A new query starts at ``starting`` (Spark's ``startingOffsets`` JSON), or
+    at the earliest offsets; a query with a checkpoint resumes from it.
+
+    ``failOnDataLoss`` is off so that a topic whose old records retention already
+    deleted does not stop the pipeline; ``fusion reconcile`` covers such gaps.
+    One Spark partition per Kafka partition (no ``minPartitions``): the tasks'
+    transactional ids are derived from the Kafka partition they read.
+    """
+    options = config.kafka.as_spark_options() | {
+        "subscribe": ",".join(topics),
+        "startingOffsets": starting or "earliest",
+        "kafka.isolation.level": "read_committed",
+        "kafka.fetch.max.wait.ms": "5",
+        "maxOffsetsPerTrigger": str(config.pipeline.max_offsets_per_trigger),
+        "failOnDataLoss": "false",
+        # A broker restart must not fail the query: keep asking for offsets, once a
+        # second, for as long as the stages retry Elasticsearch.
+        "fetchOffset.numRetries": str(int(config.pipeline.retry_budget_seconds)),
+        "fetchOffset.retryIntervalMs": "1000",
+    }
+    return spark.readStream.format("kafka").options(**options).load()
+
+
+def start_foreach_batch(
+    stream: DataFrame, stage: BatchStage, conf: Mapping[str, str] | None = None
+) -> StreamingQuery:
+    """Start ``stream`` into ``stage``, checkpointed under ``<checkpoint_dir>/<stage.name>``.
+
+    The stage's transactional id is claimed first: if another process runs
+    the same query, that one is fenced off now and fails at its next batch.
+    ``conf``: Spark SQL settings for this query alone (a query reads the
+    session's settings once, when it starts).
+    """
+    config = stage.config
+    marker = stage.lease.last_marker()
+    checkpoint = config.checkpoint(stage.name)
+    _refuse_an_unmarked_replay(CheckpointFiles(stream.sparkSession, checkpoint), stage, marker)
+    settings = dict(conf or {})
+    # The Arrow batches a task's Python worker gets: a share of the chunks it works in.
+    settings.setdefault(
+        ARROW_BATCH_BYTES, str(tasks.arrow_batch_bytes(config.pipeline.task_chunk_bytes))
+    )
+    if is_local(checkpoint):
+        # Hadoop's FileContext API renames through symlink checks that, on a local
+        # disk without Hadoop's native library, start a `readlink` process per
+        # file: dozens a second with six queries. A local rename is atomic anyway.
+        settings.setdefault(CHECKPOINT_MANAGER, LOCAL_CHECKPOINT_MANAGER)
+    writer = (
+        stream.writeStream.queryName(f"{config.name}-{stage.name}")
+        .foreachBatch(stage)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=config.pipeline.trigger_interval)
+    )
+    # Each query's jobs in a scheduler pool of its own: with Spark's FAIR mode, one
+    # query's batch never waits behind another query's queued tasks.
+    with (
+        session_conf(stream.sparkSession, settings),
+        scheduler_pool(stream.sparkSession, stage.name),
+    ):
+        return writer.start()
+
+
+def _refuse_an_unmarked_replay(
+    files: CheckpointFiles, stage: BatchStage, marker: Marker | None
+) -> None:
+    """Stop before Spark replays a batch whose exactly-once markers Kafka expired."""
+    query = query_id(files)
+    if query is None:
+        return  # a fresh checkpoint
+    pending = replay_unmarked(planned_batches(files), committed_batches(files), marker, query)
+    if pending is None:
+        return
+    name = f"{stage.config.name}-{stage.name}"
+    if os.environ.get(REPLAY_UNMARKED) != "1":
+        raise MarkersGoneError(name, pending)
+    message = f"{name}: replaying batch {pending} without its markers (its output may repeat)"
+    stage.metrics.alert(REPLAY_ALERT, message)
+
+
+ARROW_BATCH_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
+
+
+CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+
+
+LOCAL_CHECKPOINT_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
+
+
+def is_local(uri: str) -> bool:
+    """A path, or a ``file:`` URI."""
+    return "://" not in uri or uri.startswith("file:")
+
+
+@contextlib.contextmanager
+def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """Set ``conf`` on the session while the block runs, then restore what was there."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+@contextlib.contextmanager
+def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
+    """Jobs of queries started in the block run in the scheduler pool ``pool``.
+
+    A query's thread inherits the local properties of the thread that starts it.
+    """
+    context = spark.sparkContext
+    before = context.getLocalProperty(POOL)
+    context.setLocalProperty(POOL, pool)
+    try:
+        yield
+    finally:
+        context.setLocalProperty(POOL, before)  # type: ignore[arg-type]
+
+
+POOL = "spark.scheduler.pool"

@@ -1,0 +1,66 @@
+"""A writer's batch marker, the config file another process reads, the latency histogram."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from fusion.core.config import PipelineConfig
+from fusion.core.config_file import write_config
+from fusion.kafka.markers import Marker, replay_unmarked
+from fusion.observe.metrics import Metrics, histogram_percentiles, latency_bucket
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "healthcare.toml"
+
+
+def test_a_marker_survives_its_round_trip_through_offset_metadata() -> None:
+    marker = Marker("query-1", 41, {"indexer.billing.indexed": 7, "es.retries": 2})
+
+    assert Marker.from_metadata(marker.to_metadata()) == marker
+    assert len(marker.to_metadata()) < 4096  # Kafka's default offset.metadata.max.bytes
+    assert Marker.from_metadata("") is None and Marker.from_metadata('{"q": 1}') is None
+
+
+def test_a_replay_is_refused_only_when_it_waits_and_the_querys_marker_is_gone() -> None:
+    mine = Marker("q-1", 6)
+
+    assert replay_unmarked([5, 6, 7], [5, 6], None, "q-1") == 7  # expired: refused
+    assert replay_unmarked([5, 6, 7], [5, 6], Marker("q-0", 9), "q-1") == 7  # an old query's
+    assert replay_unmarked([5, 6, 7], [5, 6], mine, "q-1") is None  # markers there: exactly once
+    assert replay_unmarked([5, 6, 7], [5, 6, 7], None, "q-1") is None  # nothing to replay
+    assert replay_unmarked([0], [], None, "q-1") is None  # the first batch: no marker yet
+    assert replay_unmarked([], [], None, "q-1") is None
+
+
+def test_a_written_config_reads_back_equal_with_its_secrets(tmp_path: Path) -> None:
+    config = PipelineConfig.load(
+        EXAMPLE, env={"FUSION_ES_PASSWORD": "s3cret", "FUSION_KAFKA_SASL_PASSWORD": "k3y"}
+    )
+    path = write_config(config, tmp_path / "copy.toml")
+
+    assert PipelineConfig.load(path, env={}) == config
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it holds the secrets in clear
+
+
+def test_latencies_add_up_as_a_histogram() -> None:
+    one, two = Metrics(), Metrics()
+    for seconds in (0.2, 0.4, 0.9):
+        one.observe_latency(seconds)
+    two.observe_latency(12.0)
+    total = Metrics()
+    total.add_all(one.counts())
+    total.add_all(two.counts())
+
+    spread = histogram_percentiles(total.counts())
+
+    assert latency_bucket(0.22) == "latency.le_0.25" and latency_bucket(1e9) == "latency.le_inf"
+    # Interpolated within the rank's bucket: p50 is the 2nd of 4, the top of (0.3, 0.4];
+    # p99 is 96 % of the way through (10, 15], where the one latency of 12 s fell.
+    assert (spread["p50"], spread["p99"], spread["count"]) == (0.4, 14.8, 4)
+
+
+def test_a_quantile_in_the_open_last_bucket_is_the_highest_finite_bound() -> None:
+    metrics = Metrics()
+    metrics.observe_latency(1_000.0)
+
+    assert histogram_percentiles(metrics.counts())["p50"] == 300.0

@@ -1,0 +1,146 @@
+"""The Prometheus rendering of the driver's counts (pure: plain data, no server)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+
+from fusion.core.config import PipelineConfig
+from fusion.observe.metrics import Metrics
+from fusion.ops.prometheus import PipelineCollector, families
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIG = PipelineConfig.load(ROOT / "examples" / "healthcare.toml", env={})
+QUERIES = [f"indexer-{s}" for s in CONFIG.source_names] + ["counter", "enricher"]
+
+
+def _metrics() -> Metrics:
+    metrics = Metrics()
+    metrics.add_all(
+        {
+            "indexer.billing.records": 12,
+            "indexer.billing.indexed": 10,
+            "indexer.billing.acks": 10,
+            "indexer.billing.dlq": 2,
+            "indexer.billing.bulk_requests": 3,
+            "input.indexer-billing": 12,
+            "busy_ms.counter": 2500,
+            "counter.keys": 9,
+            "counter.fired": 6,
+            "counter.incomplete": 1,
+            "counter.updated": 4,
+            "counter.dlq": 1,
+            "state.counter.rows": 9,
+            "enricher.ready": 11,
+            "enricher.enriched": 11,
+            "enricher.updated": 4,
+            "enricher.partial": 1,
+            "enricher.es_requests": 2,
+            "enricher.bulk_requests": 2,
+        }
+    )
+    for seconds in (0.2, 0.4, 1.2, 9.0):
+        metrics.observe_latency(seconds)
+    metrics.alert("elasticsearch", "Elasticsearch unavailable, retrying: ConnectionError")
+    return metrics
+
+
+def _scrape(
+    metrics: Metrics, lag: dict[str, int]
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PipelineCollector(CONFIG, QUERIES, metrics, read_lag=lambda: lag))
+    text = generate_latest(registry).decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_each_count_lands_in_its_metric_with_its_labels() -> None:
+    samples = _scrape(_metrics(), {"counter": 5, "enricher": 0})
+
+    assert samples[("fusion_source_records_total", (("source", "billing"),))] == 12
+    assert samples[("fusion_indexed_documents_total", (("source", "billing"),))] == 10
+    assert samples[("fusion_acks_total", (("source", "billing"),))] == 10
+    assert samples[("fusion_acks_total", (("source", "medicine"),))] == 0  # shown before any
+    assert samples[("fusion_dead_letters_total", (("query", "indexer-billing"),))] == 2
+    assert samples[("fusion_dead_letters_total", (("query", "counter"),))] == 1
+    assert samples[("fusion_input_records_total", (("query", "indexer-billing"),))] == 12
+    assert samples[("fusion_batch_seconds_total", (("query", "counter"),))] == 2.5
+    assert samples[("fusion_counter_fired_keys_total", ())] == 6
+    assert samples[("fusion_counter_incomplete_keys_total", ())] == 1
+    assert samples[("fusion_counter_updated_keys_total", ())] == 4
+    assert samples[("fusion_counter_pending_keys", ())] == 2  # 9 seen - 6 fired - 1 expired
+    assert samples[("fusion_counter_state_keys", ())] == 9
+    enriched = "fusion_enriched_documents_total"
+    assert samples[(enriched, (("kind", "complete"),))] == 6
+    assert samples[(enriched, (("kind", "update"),))] == 4
+    assert samples[(enriched, (("kind", "partial"),))] == 1
+    requests = "fusion_es_requests_total"
+    assert samples[(requests, (("kind", "mget"), ("stage", "enricher")))] == 2
+    assert samples[(requests, (("kind", "bulk"), ("stage", "enricher")))] == 2
+    assert samples[(requests, (("kind", "bulk"), ("stage", "indexer-billing")))] == 3
+    assert samples[("fusion_consumer_lag_records", (("query", "counter"),))] == 5
+    assert samples[("fusion_server_up", (("server", "elasticsearch"),))] == 0
+    assert samples[("fusion_server_up", (("server", "kafka"),))] == 1
+
+
+def test_latency_is_a_cumulative_histogram_in_seconds() -> None:
+    samples = _scrape(_metrics(), {})
+    name = "fusion_enrichment_latency_seconds"
+
+    def bucket(le: str) -> float:
+        return samples[(f"{name}_bucket", (("le", le),))]
+
+    assert bucket("0.25") == 1 and bucket("0.5") == 2 and bucket("1.5") == 3
+    assert bucket("7.5") == 3 and bucket("10.0") == 4 and bucket("+Inf") == 4
+    assert samples[(f"{name}_count", ())] == 4
+    assert abs(samples[(f"{name}_sum", ())] - 10.8) < 0.01
+
+
+def test_names_follow_prometheus_conventions() -> None:
+    for family in families(CONFIG, QUERIES, _metrics().counts(), {}, {}):
+        assert re.fullmatch(r"fusion_[a-z_]+", family.name), family.name
+        assert not family.name.endswith("_total")  # the client adds it to counters
+        assert "_ms" not in family.name and "millis" not in family.name  # base units
+        if family.type == "gauge":
+            assert family.name.endswith(("_keys", "_records", "_up"))
+        assert family.documentation
+
+
+def test_lag_is_read_at_most_every_few_seconds_and_kept_through_a_kafka_outage() -> None:
+    reads: list[int] = []
+
+    def read_lag() -> dict[str, int]:
+        reads.append(1)
+        if len(reads) > 1:
+            raise ConnectionError("Kafka down")
+        return {"counter": 7}
+
+    collector = PipelineCollector(CONFIG, QUERIES, Metrics(), read_lag)
+    assert collector.lag() == {"counter": 7}
+    assert collector.lag() == {"counter": 7} and len(reads) == 1
+    collector._lag_at -= 60  # the reading is old now
+    assert collector.lag() == {"counter": 7} and len(reads) == 2
+
+
+def test_the_grafana_dashboard_only_queries_metrics_fusion_exports() -> None:
+    dashboard = json.loads((ROOT / "examples" / "grafana-dashboard.json").read_text())
+    exported = set()
+    for family in families(CONFIG, QUERIES, _metrics().counts(), {}, {"counter": 0}):
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}
+        exported |= {family.name + s for s in suffixes.get(family.type, [""])}
+    expressions = [
+        target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])
+    ]
+    assert len(expressions) >= 8
+    for expr in expressions:
+        used = set(re.findall(r"\bfusion_[a-z_]+", expr))
+        assert used and used <= exported, (expr, used - exported)

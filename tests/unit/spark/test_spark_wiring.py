@@ -1,0 +1,72 @@
+"""The Spark settings Fusion chooses per query, and how it reads Spark's progress reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fusion.core.settings import SparkSettings, local_task_slots
+from fusion.observe.metrics import Metrics
+from fusion.spark.listener import ProgressListener
+from fusion.spark.queries import is_local
+from tests.unit.core.test_config import lifecycle_config
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "notes", "idle"),
+    [
+        ({"state_ttl": None}, {}, False),  # no deadline: no timer is ever registered
+        ({}, {}, True),  # a required source without a timeout waits until state_ttl
+        ({"timeout": "10m"}, {}, True),
+        ({}, {"timeout": "90s", "required": False}, True),  # an optional source's wait
+    ],
+)
+def test_the_counter_keeps_a_deadline_clock_only_for_deadlines(
+    pipeline: dict[str, Any], notes: dict[str, Any], idle: bool
+) -> None:
+    assert lifecycle_config(pipeline, notes).has_deadlines is idle
+
+
+@pytest.mark.parametrize(
+    ("uri", "local"),
+    [
+        ("/var/lib/fusion/clinic", True),
+        ("file:///var/lib/fusion", True),
+        ("hdfs://namenode:8020/fusion", False),
+        ("s3a://bucket/fusion", False),
+    ],
+)
+def test_only_local_checkpoints_use_the_file_system_checkpoint_manager(
+    uri: str, local: bool
+) -> None:
+    assert is_local(uri) is local
+
+
+def test_local_mode_runs_more_task_threads_than_cores() -> None:
+    slots = local_task_slots()
+    assert slots >= 8
+    assert SparkSettings().master == f"local[{slots},4]"
+
+
+def test_a_progress_report_is_counted_from_its_json() -> None:
+    listener = ProgressListener()
+    metrics = Metrics()
+    listener.pipelines["clinic-"] = metrics
+    report = {
+        "name": "clinic-counter",
+        "numInputRows": 12,
+        "durationMs": {"triggerExecution": 340},
+        "stateOperators": [
+            {"numRowsUpdated": 5, "numRowsTotal": 40},
+            {"numRowsUpdated": 1, "numRowsTotal": 2},
+        ],
+    }
+    listener.on_progress(report)
+    listener.on_progress({"name": "other-counter", "numInputRows": 99})
+    listener.on_progress({"name": "clinic-counter", "numInputRows": 0, "stateOperators": []})
+
+    assert metrics.get("input.counter") == 12
+    assert metrics.get("busy_ms.counter") == 340
+    assert metrics.get("state.counter.updated") == 6
+    assert metrics.get("state.counter.rows") == 42
