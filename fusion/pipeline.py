@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
-from fusion.counter.query import engine_here, start_counter
+from fusion.counter.engine import engine_here
+from fusion.counter.query import start_counter
 from fusion.elastic import client as es_client
 from fusion.elastic import indexes as es_indexes
 from fusion.enricher.query import start_enricher

@@ -39,7 +39,7 @@ from fusion.counter.query import CounterBatch, rules_json, start_with_clock
 from fusion.observe.metrics import Metrics
 from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, writer_spec
-from fusion.spark.queries import KAFKA_COLUMNS, read_kafka
+from fusion.spark.queries import KAFKA_COLUMNS, read_with_clock
 from fusion.spark.tasks import Job, partition_function
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
 from indexers.task import IndexPartition
@@ -55,24 +55,19 @@ def start_single(spark: SparkSession, config: PipelineConfig, metrics: Metrics) 
     """Start the single query (and, with deadlines, the counter's clock)."""
     refuse_a_stages_checkpoint(spark, config)
     stage = CounterBatch(config, metrics, name=QUERY)
-    stage.source_of = {config.topic_of(s): s.name for s in config.sources}  # it reads them
-    return start_with_clock(spark, config, stage, counted)
+    stage.source_of = config.source_of_topic  # it reads them
+    return start_with_clock(spark, config, stage, counted(spark, config))
 
 
 def counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """The source topics, indexed and acked, through the counter's keyed state."""
     from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
 
-    sources = [config.topic_of(s) for s in config.sources]
-    stream = read_kafka(spark, config, *sources, *[config.clock_topic] * config.has_deadlines)
-    if config.has_deadlines:  # a tick makes a batch (which fires due timers), no record
-        stream = stream.where(F.col("topic") != F.lit(config.clock_topic))
+    stream = read_with_clock(spark, config, *config.source_of_topic)
     # The indexer's writer: ids fusion-<pipeline>-single-index@<topic>-<partition>; it reads
     # the query and batch from the job it runs in.
     job = Job(config, f"{QUERY}-index", "indexer", query="", batch_id=-1)
-    by_topic = {config.topic_of(s): s.name for s in config.sources}
-    task = partition_function(job, IndexPartition(by_topic), handoff_batch)
+    task = partition_function(job, IndexPartition(config.source_of_topic), handoff_batch)
     indexed = stream.select(*KAFKA_COLUMNS).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
     rules = Rules.of(config)

@@ -19,7 +19,8 @@ from acks.contract import Ack
 from fusion import pipeline
 from fusion.bench.generator import Dataset
 from fusion.bench.process import PipelineProcess
-from fusion.core.config import CounterEngine, PipelineConfig
+from fusion.core.config import PipelineConfig
+from fusion.core.config_values import CounterEngine
 from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
@@ -58,7 +59,7 @@ def run_counter_only(
         }
     )
     pipeline.prepare(config)
-    by_topic = {config.topic_of(s): s.name for s in config.sources}
+    by_topic = config.source_of_topic
     publisher = Publisher(config.kafka, {"linger.ms": 20, "batch.num.messages": 10_000})
     acked_at = now_utc()
     for suffix in ("~warmup", ""):
@@ -98,7 +99,7 @@ def run_floor(settings: Settings, dataset: Dataset, config: PipelineConfig) -> f
     """Seconds to bulk-index the N·K source documents and K enriched ones straight from Python."""
     es = es_client.connect(settings.elasticsearch)
     prefix = f"bench-floor-{uuid.uuid4().hex[:8]}"
-    by_topic = {config.topic_of(s): s.name for s in config.sources}
+    by_topic = config.source_of_topic
     now = now_iso()
     enriched = [
         build_enriched(

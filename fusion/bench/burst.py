@@ -37,7 +37,8 @@ from fusion.bench.baselines import run_counter_only, run_floor
 from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine, rounded
-from fusion.core.config import CounterEngine, PipelineConfig
+from fusion.core.config import PipelineConfig
+from fusion.core.config_values import CounterEngine
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client

@@ -19,7 +19,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fusion.core.config import PipelineConfig, SourceConfig
+from fusion.core.config import PipelineConfig
+from fusion.core.config_tables import SourceConfig
 from fusion.core.events import dumps, iso_utc
 from fusion.kafka.producer import Publisher
 

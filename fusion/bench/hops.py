@@ -52,7 +52,7 @@ class TopicTimes:
 
     def __init__(self, config: PipelineConfig) -> None:
         self.config = config
-        self._sources = {config.topic_of(s): s.name for s in config.sources}
+        self._sources = config.source_of_topic
         self._source: dict[tuple[str, str], float] = {}
         self._ack: dict[tuple[str, str], float] = {}
         self._ready: dict[str, float] = {}

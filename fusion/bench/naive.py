@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from elasticsearch import Elasticsearch, NotFoundError
 
-from fusion.core.config import PipelineConfig, SourceConfig
+from fusion.core.config import PipelineConfig
+from fusion.core.config_tables import SourceConfig
 from fusion.core.events import DeadLetter, dead_letter_records, now_iso
 from fusion.elastic.bulk import Confirmed, Target, write_documents
 from fusion.elastic.retry import RetryPolicy

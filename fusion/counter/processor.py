@@ -5,7 +5,7 @@
 It keeps each key's state in the same value state as the JVM engine
 (``fusion/jvm/src/fusion/counter/AckCounter.java``): the same name, the same
 schema, the same TTL, so ``fusion status``, ``explain`` and the state reader
-read either. It emits the same rows (``CounterQuery.OUTPUT``), with events
+read either. It emits the same rows (:data:`fusion.counter.rows.OUTPUT_SCHEMA`), with events
 serialized byte for byte as the JVM's (``tests/integration/test_counter_engines.py``
 runs both over the same micro-batches and compares).
 
@@ -40,25 +40,7 @@ if TYPE_CHECKING:
 from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-# The counter's input and output columns, as the JVM engine's CounterQuery has them.
-INPUT_COLUMNS = [
-    "k",
-    "source",
-    "acked_at",
-    "version",
-    "digest",
-    "raw",
-    "topic",
-    "partition",
-    "offset",
-    "kind",
-]
-OUTPUT_SCHEMA = (
-    "kind STRING, key STRING, event STRING, reason STRING, raw STRING, topic STRING, "
-    "partition INT, offset BIGINT"
-)
-# The indexer's counts, passing through a single query's counter (fusion.output.IndexPublisher).
-COUNTS_KEY = "\u0000counts"
+from fusion.counter.rows import COUNTS_KEY, INPUT_COLUMNS, OUTPUT_SCHEMA
 
 
 def out_row(kind: str, key: str, event: str | None = None, **where: Any) -> Row:

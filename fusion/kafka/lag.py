@@ -118,7 +118,7 @@ def source_lag(
         started.update(inputs[stage])
         for where, offset in offsets.items():
             committed[where] = max(offset, committed.get(where, 0))
-    topics = {config.topic_of(s): s.name for s in config.sources}
+    topics = config.source_of_topic
     ends = _end_offsets(config, set(topics))
     return {
         source: None

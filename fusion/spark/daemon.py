@@ -42,7 +42,7 @@ TASK_MODULES = (
     "fusion.spark.tasks",
     "indexers.task",
     "indexers.handoff",
-    "fusion.counter.query",
+    "fusion.counter.task",
     "fusion.counter.processor",
     "fusion.enricher.task",
     "fusion.ops.reconcile",

@@ -57,6 +57,20 @@ def read_kafka(
     return spark.readStream.format("kafka").options(**options).load()
 
 
+def read_with_clock(spark: SparkSession, config: PipelineConfig, *topics: str) -> DataFrame:
+    """``topics``, ticking with the deadline clock when the pipeline has deadlines.
+
+    The clock topic's ticks make micro-batches (which fire due timers) and are
+    dropped here, before any record is read: no stage sees a tick as a record.
+    """
+    from pyspark.sql import functions as F
+
+    stream = read_kafka(spark, config, *topics, *[config.clock_topic] * config.has_deadlines)
+    if config.has_deadlines:
+        stream = stream.where(F.col("topic") != F.lit(config.clock_topic))
+    return stream
+
+
 def start_foreach_batch(
     stream: DataFrame, stage: BatchStage, conf: Mapping[str, str] | None = None
 ) -> StreamingQuery:

@@ -19,7 +19,7 @@ from fusion import jvm
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.counter.query import ENGINE_FILE, NO_JAVAC
+from fusion.counter.engine import ENGINE_FILE, NO_JAVAC
 from fusion.infra.artifacts import ECJ, ArtifactCache
 from tests.integration.pipelines import assert_exact_join, drop, write_config_file
 

@@ -8,7 +8,7 @@ import pytest
 
 from fusion import jvm
 from fusion.core.config import PipelineConfig
-from fusion.counter.query import NO_JAVAC, engine_here
+from fusion.counter.engine import NO_JAVAC, engine_here
 
 EXAMPLE = Path(__file__).parents[3] / "fusion" / "examples" / "healthcare.toml"
 

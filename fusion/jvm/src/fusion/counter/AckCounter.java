@@ -7,7 +7,7 @@ import fusion.counter.Decisions.KeyState;
 import fusion.counter.Decisions.Now;
 import fusion.counter.Decisions.Rejected;
 import fusion.counter.Decisions.Rules;
-import fusion.output.IndexPublisher;
+import fusion.rows.CounterRows;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,8 +29,8 @@ import scala.jdk.javaapi.CollectionConverters;
 /**
  * Spark's side of the counter: state and timer I/O around {@link Decisions}.
  *
- * <p>Input rows are the parsed acks ({@code CounterQuery.INPUT_COLUMNS}); output rows are
- * {@code CounterQuery.OUTPUT}: {@code new} (a key seen for the first time, for the pending
+ * <p>Input rows are the parsed acks ({@code CounterRows.INPUT_COLUMNS}); output rows are
+ * {@code CounterRows.OUTPUT}: {@code new} (a key seen for the first time, for the pending
  * count), {@code late} (a key reported incomplete that fires now), {@code ready}, {@code updated}, {@code incomplete}, {@code dead} (a rejected ack) and
  * {@code timer} and {@code untimer} (a deadline registered or deleted, its epoch ms as the event,
  * for the deadline clock: {@code fusion/counter/clock.py}); in a single query also {@code count} (the indexer's counts,
@@ -64,7 +64,7 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
   @Override
   public Iterator<Row> handleInputRows(Row key, Iterator<Row> rows, TimerValues timerValues) {
     String k = key.getString(0);
-    if (IndexPublisher.COUNTS_KEY.equals(k)) {
+    if (CounterRows.COUNTS_KEY.equals(k)) {
       return passCounts(rows); // the indexer's counts in a single query: no state of theirs
     }
     KeyState before = load();

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import fusion.rows.CounterRows;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -22,7 +23,7 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.catalyst.json.JSONOptions;
 
 /**
- * The ack topic's records as the counter's input rows ({@link CounterQuery#INPUT_COLUMNS}): the
+ * The ack topic's records as the counter's input rows ({@link CounterRows#INPUT_COLUMNS}): the
  * fields the counter reads of each ack, read exactly as the counter's {@code from_json(value,
  * ACK_SPARK_SCHEMA)} read them, one Jackson factory per task.
  *
@@ -42,7 +43,7 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
   /** What the parser reads of a Kafka source's rows. */
   static final String[] KAFKA_COLUMNS = {"key", "value", "topic", "partition", "offset"};
 
-  /** The ack's fields the counter reads, in the order of {@link CounterQuery#INPUT_COLUMNS}. */
+  /** The ack's fields the counter reads, in the order of {@link CounterRows#INPUT_COLUMNS}. */
   private static final List<String> FIELDS = List.of("key", "source", "acked_at", "version", "digest");
 
   private static final int VERSION = FIELDS.indexOf("version"); // the one BIGINT; the rest STRING
@@ -51,7 +52,7 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
   public static Dataset<Row> parse(Dataset<Row> kafka) {
     return kafka
         .selectExpr(KAFKA_COLUMNS)
-        .mapPartitions(new AckParser(), Encoders.row(CounterQuery.INPUT));
+        .mapPartitions(new AckParser(), Encoders.row(CounterRows.INPUT));
   }
 
   @Override

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import fusion.output.Spool;
 import fusion.output.TransactionalWriter;
+import fusion.rows.CounterRows;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -20,7 +21,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
  * The counter's events straight to Kafka, with no Python step: each state partition's output rows
- * ({@link CounterQuery#OUTPUT}) become the ready, updated and incomplete events and the dead letters,
+ * ({@link CounterRows#OUTPUT}) become the ready, updated and incomplete events and the dead letters,
  * published by {@link TransactionalWriter} in one transaction per partition. Used when another
  * query enriches ({@code enrich_in = "enricher"}); the counter's Python task does the same and
  * enriches too otherwise ({@code fusion.counter.query.decided_events}).

@@ -1,6 +1,7 @@
 package fusion.counter;
 
 import fusion.output.IndexPublisher;
+import fusion.rows.CounterRows;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
@@ -8,30 +9,10 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.TimeMode;
-import org.apache.spark.sql.types.StructType;
 
 /** The counter's Spark plan, called from {@code fusion.counter.query.start_counter}. */
 public final class CounterQuery {
   private CounterQuery() {}
-
-  /**
-   * What the counter reads, in this order (see {@code fusion.counter.query.parsed_acks}); {@code
-   * kind} is {@code ack}, or {@code count} for counts passing through ({@link IndexPublisher}).
-   */
-  public static final String INPUT_COLUMNS =
-      "k,source,acked_at,version,digest,raw,topic,partition,offset,kind";
-
-  /** The rows of {@link #INPUT_COLUMNS}. */
-  public static final StructType INPUT =
-      StructType.fromDDL(
-          "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
-              + "topic STRING, partition INT, offset BIGINT, kind STRING");
-
-  static final StructType KEY = StructType.fromDDL("k STRING");
-  static final StructType OUTPUT =
-      StructType.fromDDL(
-          "kind STRING, key STRING, event STRING, reason STRING, raw STRING, topic STRING, "
-              + "partition INT, offset BIGINT");
 
   /**
    * The parsed acks grouped by join key into the counter's keyed state; one output row per
@@ -39,10 +20,10 @@ public final class CounterQuery {
    */
   public static Dataset<Row> count(Dataset<Row> acks, String rulesJson) {
     AckCounter processor = new AckCounter(Json.rules(rulesJson));
-    return acks.selectExpr(INPUT_COLUMNS.split(","))
-        .groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(r.getString(0)), Encoders.row(KEY))
+    return acks.selectExpr(CounterRows.INPUT_COLUMNS.split(","))
+        .groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(r.getString(0)), Encoders.row(CounterRows.KEY))
         .transformWithState(
-            processor, TimeMode.ProcessingTime(), OutputMode.Append(), Encoders.row(OUTPUT));
+            processor, TimeMode.ProcessingTime(), OutputMode.Append(), Encoders.row(CounterRows.OUTPUT));
   }
 
   /**

@@ -1,12 +1,12 @@
 package fusion.output;
 
+import fusion.rows.CounterRows;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.TreeMap;
-import fusion.counter.CounterQuery;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Row;
@@ -24,7 +24,7 @@ import org.apache.spark.sql.types.StructType;
  * finds its marker and publishes nothing, but still hands the same acks on: the counter rebuilds
  * the batch's decisions from them and from the state of before the batch.
  *
- * <p>Counts travel as rows of the reserved key {@link #COUNTS_KEY}, which the counter passes
+ * <p>Counts travel as rows of the reserved key {@link CounterRows#COUNTS_KEY}, which the counter passes
  * through untouched: so the batch's counts reach the driver with the counter's own, through the
  * counter's exactly-once output.
  */
@@ -37,10 +37,7 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
           + "s_offset";
 
   /** What the counter reads. */
-  public static final StructType OUTPUT = CounterQuery.INPUT;
-
-  /** No join key: Fusion refuses keys with control characters ({@code indexers/records.py}). */
-  public static final String COUNTS_KEY = "\u0000counts";
+  public static final StructType OUTPUT = CounterRows.INPUT;
 
   private final TransactionalWriter.Spec spec;
 
@@ -103,6 +100,6 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
   /** A count, for the counter to pass through: its name as source, its value as version. */
   private static Row count(String name, long value, String executor) {
     return RowFactory.create(
-        COUNTS_KEY, name, null, value, null, executor, null, null, null, "count");
+        CounterRows.COUNTS_KEY, name, null, value, null, executor, null, null, null, "count");
   }
 }

@@ -1,0 +1,115 @@
+"""The pipeline file's own tables: ``[pipeline]`` and each ``[[sources]]``, as written.
+
+What derives from them (topic and index names, the checkpoint of each query)
+is :class:`fusion.core.config.PipelineConfig`'s.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from fusion.core.config_values import (
+    CounterEngine,
+    Duration,
+    EnrichIn,
+    FieldType,
+    Layout,
+    LookupMode,
+    OnTimeout,
+    OnUpdate,
+    PositiveDuration,
+    RefreshInterval,
+    TriggerInterval,
+    check_name,
+)
+
+STRICT = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceConfig(BaseModel):
+    """One partial stream: its topic, its index and the mapping hints for its fields."""
+
+    model_config = STRICT
+
+    name: str
+    topic: str | None = None
+    index: str | None = None
+    fields: dict[str, FieldType] = Field(default_factory=dict)
+    # Override the pipeline's defaults for this source (None: use [pipeline]'s).
+    required: bool | None = None
+    timeout: Duration = None
+
+    _valid_name = field_validator("name")(check_name)
+
+
+class PipelineSection(BaseModel):
+    """The ``[pipeline]`` table."""
+
+    model_config = STRICT
+
+    name: str
+    key_field: str
+    acks_topic: str | None = None
+    ready_topic: str | None = None
+    enriched_topic: str | None = None
+    dlq_topic: str | None = None
+    markers_topic: str | None = None
+    enriched_index: str | None = None
+    # A local path or any URI Spark can write to (file://, hdfs://, s3a://, ...).
+    checkpoint_dir: str | None = None
+    topic_partitions: int = Field(default=2, ge=1)
+    incomplete_topic: str | None = None
+    updates_topic: str | None = None
+    lookup: LookupMode = "batched"
+    layout: Layout = "single"
+    enrich_in: EnrichIn = "counter"
+    counter_engine: CounterEngine = "jvm"
+    mget_chunk: int = Field(default=1000, ge=1, le=10_000)
+    # One bulk request per micro-batch in the common case: refresh=wait_for then
+    # waits for one refresh per batch instead of one per chunk.
+    bulk_chunk: int = Field(default=20_000, ge=1)
+    # Large micro-batches under a backlog: the counter pays its state round trips
+    # once per key and batch, so fewer, larger batches cost less.
+    max_offsets_per_trigger: int = Field(default=100_000, ge=1)
+    # Elasticsearch's refresh interval on the source indexes: an indexer task's
+    # bulk write waits for the next refresh (refresh=wait_for) before it acks,
+    # so this bounds the index hop; each refresh costs Elasticsearch CPU.
+    refresh_interval: RefreshInterval = "200ms"
+    # ... and on the enriched index, whose writes do not wait for a refresh: how
+    # soon an enriched document is searchable after its record is on the topic.
+    enriched_refresh_interval: RefreshInterval = "1s"
+    # How often each query looks for new input when it is idle (a batch that
+    # takes longer is followed by the next at once).
+    trigger_interval: TriggerInterval = "100 milliseconds"
+    max_record_bytes: int = Field(default=1024 * 1024, ge=1)
+    # What a task holds at once: it works through its partition in chunks of
+    # about this many bytes (source records in, source documents looked up),
+    # and its executor spills output beyond it to local disk until the commit.
+    # 4 MiB: a Python worker holds several copies of a chunk, and local mode
+    # runs 8 tasks at once; 16 MiB cost 130 MB more per worker at 500 KB
+    # records and bought nothing in a burst of 1 KB ones (docs/benchmark.md).
+    task_chunk_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024, lt=2**31)
+    # How long a stage retries an unreachable Elasticsearch or Kafka before its query fails.
+    retry_budget_seconds: float = Field(default=300.0, gt=0)
+    # Key lifecycle (processing time, from the key's first ack): sources are
+    # required unless marked otherwise; with a timeout a key that still misses a
+    # required source is reported incomplete; without one it waits (up to state_ttl).
+    required: bool = True
+    timeout: Duration = None
+    on_timeout: OnTimeout = "incomplete"
+    on_update: OnUpdate = "reenrich"
+    # How finely deadlines are scheduled: a deadline fires within this (plus one
+    # micro-batch) of its time; a pipeline idles between deadline buckets.
+    deadline_resolution: PositiveDuration = 1.0
+    # How long the counter remembers a key after its last change: fired keys
+    # watch for updates, expired ones for a late source, for this long.
+    state_ttl: Duration = 7 * 86400.0
+
+    _valid_name = field_validator("name")(check_name)
+
+    @field_validator("key_field")
+    @classmethod
+    def _check_key_field(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name the field that holds the join key")
+        return value

@@ -1,0 +1,125 @@
+"""The counter's executor side: one state partition's events of a batch, published and enriched.
+
+The task gets the rows the counter's keyed state emitted
+(:mod:`fusion.counter.rows`), turns them into Kafka records (events, dead
+letters) and counts, and with ``enrich_in = "counter"`` enriches the keys that
+fired, all for one Kafka transaction (:mod:`fusion.spark.tasks`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fusion.core.config import PipelineConfig
+from fusion.core.events import DeadLetter, dead_letter_records
+from fusion.counter import clock
+from fusion.counter.rows import OUTPUT_COLUMNS
+from fusion.elastic.retry import RetryPolicy
+from fusion.enricher.task import Wanted, Where, enrich
+from fusion.kafka.exactly_once import OutRecord
+from fusion.spark.tasks import Job, TaskOutput, attributed, column
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def publish_events(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
+    """Task function: one state partition's events of a batch, for one Kafka transaction.
+
+    With ``enrich_in = "counter"`` the task also enriches the keys it fired
+    (and updated, and expired with ``on_timeout = "partial"``): it looks their
+    documents up, writes the enriched documents, and hands the enriched
+    records to the writer with the events (a group of keys at a time), for the
+    same transaction. The transactional id is derived from the state
+    partition: a replay recomputes the same events for the same partition
+    from the same state.
+    """
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    assert context is not None, "publish_events runs in a Spark task"
+    config = job.config
+    task = f"p{context.partitionId()}"
+    events = decided_events(config, rows)
+    yield TaskOutput(task, events.records, events.counts)
+    if events.to_enrich:
+        retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+        for part in enrich(config, job.elasticsearch(), events.to_enrich, retry):
+            yield TaskOutput(task, part.records, part.counts)
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One state partition's events of a batch: records, counts, and the keys to enrich."""
+
+    records: list[OutRecord]
+    counts: dict[str, int]
+    to_enrich: list[Wanted]
+
+
+def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
+    """The counter's output rows as Kafka records (events, dead letters) and counts.
+
+    With ``enrich_in = "counter"``, also the events whose keys the task
+    enriches now; they are not on their topics yet (they go out in the same
+    transaction), so a dead letter about one names no offset (-1).
+    """
+    topics = {
+        "ready": config.ready_topic,
+        "updated": config.updates_topic,
+        "incomplete": config.incomplete_topic,
+    }
+    enriched = {"ready", "updated"} | (
+        {"incomplete"} if config.pipeline.on_timeout == "partial" else set()
+    )
+    inline = config.pipeline.enrich_in == "counter"
+    resolution = int(config.pipeline.deadline_resolution * 1000)
+    out: list[OutRecord] = []
+    to_enrich: list[Wanted] = []
+    kinds: Counter[str] = Counter()
+    other: Counter[str] = Counter()  # the clock's buckets; the indexer's counts in a single query
+    for kind, key, event, reason, raw, topic, partition, offset in zip(
+        *(column(rows, name) for name in OUTPUT_COLUMNS), strict=True
+    ):
+        kinds[kind] += 1
+        if kind == "count":  # passed through: name as key, executor as reason, value as offset
+            other[key] += offset
+            other[attributed(key, reason)] += offset
+        elif kind in ("timer", "untimer"):
+            bucket = f"{clock.PREFIX}{clock.bucket_of(int(event), resolution)}"
+            other[bucket] += 1 if kind == "timer" else -1
+        elif kind == "dead":
+            letter = DeadLetter.of(
+                reason,
+                "counter",
+                None,
+                (topic, partition, offset),
+                raw.encode() if raw is not None else None,
+                key or None,
+            )
+            out += dead_letter_records(config.dlq_topic, [letter], config.message_limit)
+        elif kind not in ("new", "late"):
+            value = event.encode()
+            out.append((topics[kind], key, value))
+            if inline and kind in enriched:
+                to_enrich.append(inline_event(kind, key, value, (topics[kind], -1, -1)))
+    counts = {
+        "counter.dlq": kinds["dead"],
+        "counter.fired": kinds["ready"],
+        "counter.updated": kinds["updated"],
+        "counter.incomplete": kinds["incomplete"],
+        "counter.keys": kinds["new"],
+        "counter.fired_late": kinds["late"],
+    } | dict(other)
+    return Decided(out, counts, to_enrich)
+
+
+def inline_event(kind: str, key: str, value: bytes, where: Where) -> Wanted:
+    """What the enrichment needs of an event the counter decided just now."""
+    data = json.loads(value)
+    fired_at = data["expired_at"] if kind == "incomplete" else data["fired_at"]
+    return Wanted(key, kind, fired_at, where, value)
