@@ -25,6 +25,7 @@ from fusion.enricher.query import start_enricher
 from fusion.kafka import client as kafka_client
 from fusion.kafka import lag
 from fusion.kafka import topics as kafka_topics
+from fusion.observe import names
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.ops.health import HealthWatch
@@ -194,7 +195,7 @@ def execute(
                 raise KeyboardInterrupt
         finally:
             for name, megabytes in driver_memory(spark, submitted).items():
-                metrics.set(f"driver.{name}_peak_mb", megabytes)
+                metrics.set(names.driver_peak_mb(name), megabytes)
 
 
 def metrics_server(config: PipelineConfig, stages: list[str], metrics: Metrics) -> MetricsServer:

@@ -28,6 +28,7 @@ from fusion.core.events import dead_letter_records, now_utc
 from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed, Target, write_documents
 from fusion.elastic.retry import RetryPolicy
+from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
 from indexers.records import RawRecord, SourceRecord, content_digest, latest_per_key, parse
@@ -96,15 +97,14 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     out = dead_letter_records(config.dlq_topic, dead, config.message_limit) + ack_records(
         config.acks_topic, acks
     )
-    prefix = f"indexer.{source}"
     counts = {
-        f"{prefix}.records": len(raws),
-        f"{prefix}.dlq": len(dead),
-        f"{prefix}.indexed": len(written.confirmed),
-        f"{prefix}.stale": len(written.stale),
-        f"{prefix}.bulk_requests": written.requests,
-        f"{prefix}.acks": len(written.confirmed),
-        "es.retries": retries.get("es.retries"),
+        names.source_count(source, names.SOURCE_RECORDS): len(raws),
+        names.source_count(source, names.DLQ): len(dead),
+        names.source_count(source, names.SOURCE_INDEXED): len(written.confirmed),
+        names.source_count(source, names.SOURCE_STALE): len(written.stale),
+        names.source_count(source, names.SOURCE_BULK_REQUESTS): written.requests,
+        names.source_count(source, names.SOURCE_ACKS): len(written.confirmed),
+        names.ES_RETRIES: retries.get(names.ES_RETRIES),
     }
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
 

@@ -29,6 +29,7 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.enricher.document import FoundDoc, enriched_json, enriched_version
 from fusion.enricher.task import EnrichedDoc, enriched_records
 from fusion.kafka.exactly_once import OutRecord
+from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.pipeline import Selection
 from fusion.spark.queries import KAFKA_COLUMNS, read_kafka, start_foreach_batch
@@ -111,12 +112,12 @@ class NaiveMatcher:
             self.config.enriched_index, "enricher", None, self.config.pipeline.bulk_chunk, False
         )
         written = write_documents(self.es, target, enriched, self.retry, self.metrics)
-        self.metrics.add("enricher.enriched", len(written.confirmed))
-        self.metrics.add("naive.bulk_requests", written.requests)
+        self.metrics.add(names.ENRICHER_ENRICHED, len(written.confirmed))
+        self.metrics.add(names.NAIVE_BULK_REQUESTS, written.requests)
         self.pool.shutdown()
         records, too_large = enriched_records(self.config, written.confirmed)
         dead = dead + written.dead + too_large
-        self.metrics.add("naive.dlq", len(dead))
+        self.metrics.add(names.NAIVE_DLQ, len(dead))
         return records + dead_letter_records(self.config.dlq_topic, dead, self.config.message_limit)
 
     def _index(
@@ -135,8 +136,8 @@ class NaiveMatcher:
             result = write_documents(self.es, target, records, self.retry, self.metrics)
             confirmed.extend((source, item) for item in result.confirmed)
             dead.extend(result.dead)
-            self.metrics.add(f"indexer.{name}.indexed", len(result.confirmed))
-            self.metrics.add("naive.bulk_requests", result.requests)
+            self.metrics.add(names.source_count(name, names.SOURCE_INDEXED), len(result.confirmed))
+            self.metrics.add(names.NAIVE_BULK_REQUESTS, result.requests)
         return confirmed, dead
 
     def _match(
@@ -155,15 +156,15 @@ class NaiveMatcher:
             if hit is not None:
                 found[id(item)][other.name] = hit
         others = len(self.config.sources) - 1
-        self.metrics.add("naive.es_requests", len(lookups))
-        self.metrics.add("enricher.es_requests", len(lookups))
+        self.metrics.add(names.NAIVE_ES_REQUESTS, len(lookups))
+        self.metrics.add(names.ENRICHER_ES_REQUESTS, len(lookups))
         enriched = []
         now = now_iso()
         for source, item in confirmed:
             docs = found[id(item)]
-            self.metrics.add("enricher.docs_fetched", len(docs))
+            self.metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
             if len(docs) < others:
-                self.metrics.add("naive.wasted", others)
+                self.metrics.add(names.NAIVE_WASTED, others)
                 continue
             record = item.record
             docs[source.name] = FoundDoc(record.doc, item.version)

@@ -38,11 +38,12 @@ from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.kafka import client as kafka_client
+from fusion.observe import names
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-PREFIX = "clock."  # count names of deadline buckets: clock.<epoch ms>
+PREFIX = names.CLOCK_PREFIX
 
 
 def bucket_of(due_ms: int, resolution_ms: int) -> int:

@@ -1,6 +1,6 @@
 """The counter's rows, in and out: Python's one definition.
 
-The JVM's is ``fusion.rows.CounterRows`` (``fusion/jvm/src/fusion/rows/``);
+The JVM's is ``fusion.contract.CounterRows`` (``fusion/jvm/src/fusion/contract/``);
 ``tests/unit/counter/test_rows.py`` holds the two to each other. Both engines
 read :data:`INPUT_COLUMNS` and emit :data:`OUTPUT_SCHEMA`, so the rest of the
 pipeline does not know which one ran.

@@ -21,6 +21,7 @@ from fusion.counter.rows import OUTPUT_COLUMNS
 from fusion.elastic.retry import RetryPolicy
 from fusion.enricher.task import Wanted, Where, enrich
 from fusion.kafka.exactly_once import OutRecord
+from fusion.observe import names
 from fusion.spark.tasks import Job, TaskOutput, attributed, column
 
 if TYPE_CHECKING:
@@ -108,12 +109,12 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
             if inline and kind in enriched:
                 to_enrich.append(inline_event(kind, key, value, (topics[kind], -1, -1)))
     counts = {
-        "counter.dlq": kinds["dead"],
-        "counter.fired": kinds["ready"],
-        "counter.updated": kinds["updated"],
-        "counter.incomplete": kinds["incomplete"],
-        "counter.keys": kinds["new"],
-        "counter.fired_late": kinds["late"],
+        names.COUNTER_DLQ: kinds["dead"],
+        names.COUNTER_FIRED: kinds["ready"],
+        names.COUNTER_UPDATED: kinds["updated"],
+        names.COUNTER_INCOMPLETE: kinds["incomplete"],
+        names.COUNTER_KEYS: kinds["new"],
+        names.COUNTER_FIRED_LATE: kinds["late"],
     } | dict(other)
     return Decided(out, counts, to_enrich)
 

@@ -28,6 +28,7 @@ from tenacity import (
 )
 
 from fusion.elastic.errors import IndexAccessError, IndexGoneError, RetryBudgetExceeded
+from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import ES_ALERT
 
@@ -98,7 +99,7 @@ def call_with_retries(
             metrics.alert(
                 ES_ALERT, f"Elasticsearch unavailable, retrying: {state.outcome.exception()}"
             )
-            metrics.add("es.retries")
+            metrics.add(names.ES_RETRIES)
 
     def attempt() -> T:
         try:

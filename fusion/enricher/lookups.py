@@ -26,6 +26,7 @@ from fusion.elastic.bulk import ACCESS_DENIED
 from fusion.elastic.errors import IndexAccessError, IndexGoneError
 from fusion.elastic.retry import RetryPolicy, call_with_retries, index_gone, mget_docs
 from fusion.enricher.document import FoundDoc
+from fusion.observe import names
 from fusion.observe.metrics import Metrics
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
@@ -50,7 +51,7 @@ def _counted(
     call: Callable[[], T], what: str, metrics: Metrics, retry: RetryPolicy, indexes: str
 ) -> T:
     def once() -> T:
-        metrics.add("enricher.es_requests")
+        metrics.add(names.ENRICHER_ES_REQUESTS)
         return call()
 
     try:

@@ -47,6 +47,7 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
 from fusion.enricher.document import enriched_json, enriched_version, missing_sources
 from fusion.kafka.exactly_once import OutRecord
+from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
 
@@ -170,9 +171,9 @@ def enrich(
         dead += done.dead
         yield Enrichment(done.records, metrics.counts())
     counts = {
-        "enricher.ready": len(wanted),
-        "enricher.batches": 1 if wanted else 0,
-        "enricher.dlq": len(dead),
+        names.ENRICHER_READY: len(wanted),
+        names.ENRICHER_BATCHES: 1 if wanted else 0,
+        names.ENRICHER_DLQ: len(dead),
     }
     yield Enrichment(dead_letter_records(config.dlq_topic, dead, config.message_limit), counts)
 
@@ -210,7 +211,7 @@ def _enrich_group(
     enriched_at = now_iso()
     for key, want in wanted.items():
         docs = found.pop(key)
-        metrics.add("enricher.docs_fetched", len(docs))
+        metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
         missing = missing_sources(docs, config.required_sources)
         if (missing and not want.partial) or not docs:
             gone = missing or list(config.source_names)
@@ -231,11 +232,11 @@ def _enrich_group(
     kinds = Counter(wanted[item.record.key].kind for item in written.confirmed)
     metrics.add_all(
         {
-            "enricher.enriched": len(written.confirmed),
-            "enricher.updated": kinds["updated"],
-            "enricher.partial": kinds["incomplete"],
-            "enricher.stale": len(written.stale),
-            "enricher.bulk_requests": written.requests,
+            names.ENRICHER_ENRICHED: len(written.confirmed),
+            names.ENRICHER_UPDATED: kinds["updated"],
+            names.ENRICHER_PARTIAL: kinds["incomplete"],
+            names.ENRICHER_STALE: len(written.stale),
+            names.ENRICHER_BULK_REQUESTS: written.requests,
         }
     )
     # What the group's documents weighed, as the enriched documents that joined them.

@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 
 from fusion.core.events import DeadLetter
+from fusion.observe import names
 
 Offsets = Mapping[tuple[str, int], int]
 
@@ -81,8 +82,11 @@ def counts(lost: list[Lost], source_of: Mapping[str, str]) -> dict[str, int]:
     ``indexer.<source>.lost@<partition>``."""
     out: dict[str, int] = {}
     for item in lost:
-        name = f"indexer.{source_of[item.topic]}.lost"
-        for counted in (name, f"{name}@{item.partition}"):
+        source = source_of[item.topic]
+        for counted in (
+            names.source_count(source, names.SOURCE_LOST),
+            names.lost_in_partition(source, item.partition),
+        ):
             out[counted] = out.get(counted, 0) + item.count
     return out
 

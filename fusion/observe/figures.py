@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fusion.observe import names
 from fusion.observe.metrics import (
     LATENCY_BUCKETS,
-    LATENCY_SUM,
     histogram_percentiles,
     latency_bucket,
 )
@@ -47,62 +47,61 @@ class Figures:
         return sum(int(v) for k, v in self.counts.items() if k.endswith(suffix))
 
     def source(self, name: str) -> SourceFigures:
-        prefix = f"indexer.{name}."
         return SourceFigures(
-            records=self._get(prefix + "records"),
-            indexed=self._get(prefix + "indexed"),
-            acks=self._get(prefix + "acks"),
-            dead_letters=self._get(prefix + "dlq"),
-            bulk_requests=self._get(prefix + "bulk_requests"),
-            lost=self._get(prefix + "lost"),
+            records=self._get(names.source_count(name, names.SOURCE_RECORDS)),
+            indexed=self._get(names.source_count(name, names.SOURCE_INDEXED)),
+            acks=self._get(names.source_count(name, names.SOURCE_ACKS)),
+            dead_letters=self._get(names.source_count(name, names.DLQ)),
+            bulk_requests=self._get(names.source_count(name, names.SOURCE_BULK_REQUESTS)),
+            lost=self._get(names.source_count(name, names.SOURCE_LOST)),
             lost_by_partition={
                 int(k.rsplit("@", 1)[1]): int(v)
                 for k, v in self.counts.items()
-                if k.startswith(prefix + "lost@")
+                if k.startswith(names.lost_in_partition(name, 0)[:-1])
             },
         )
 
     @property
     def lost(self) -> int:
         """Source records deleted before they were read, every source's."""
-        return self._total(".lost")
+        return self._total(f".{names.SOURCE_LOST}")
 
     @property
     def indexed(self) -> int:
-        return self._total(".indexed")
+        return self._total(f".{names.SOURCE_INDEXED}")
 
     @property
     def acks(self) -> int:
-        return self._total(".acks")
+        return self._total(f".{names.SOURCE_ACKS}")
 
     @property
     def dead_letters(self) -> int:
         """Every stage's dead letters."""
-        return self._total(".dlq")
+        return self._total(f".{names.DLQ}")
 
     def query_dead_letters(self, query: str) -> int:
         """One query's (``indexer-<source>``, ``counter``, ``enricher``, ``naive``)."""
-        return self._get(f"{query.replace('-', '.', 1)}.dlq")
+        return self._get(f"{query.replace('-', '.', 1)}.{names.DLQ}")
 
     @property
     def keys_seen(self) -> int:
-        return self._get("counter.keys")
+        return self._get(names.COUNTER_KEYS)
 
     @property
     def fired(self) -> int:
-        return self._get("counter.fired")
+        return self._get(names.COUNTER_FIRED)
 
     @property
     def incomplete(self) -> int:
-        return self._get("counter.incomplete")
+        return self._get(names.COUNTER_INCOMPLETE)
 
     @property
     def updated(self) -> int:
-        return self._get("counter.updated")
+        return self._get(names.COUNTER_UPDATED)
 
     @property
     def counter_dead_letters(self) -> int:
-        return self._get("counter.dlq")
+        return self._get(names.COUNTER_DLQ)
 
     @property
     def pending_keys(self) -> int:
@@ -112,77 +111,77 @@ class Figures:
         counts; ``counter.fired_late`` counts it back once.
         """
         return max(
-            0, self.keys_seen - self.fired - self.incomplete + self._get("counter.fired_late")
+            0, self.keys_seen - self.fired - self.incomplete + self._get(names.COUNTER_FIRED_LATE)
         )
 
     @property
     def state_keys(self) -> int:
-        return self._get("state.counter.rows")
+        return self._get(names.state_rows("counter"))
 
     @property
     def ready(self) -> int:
-        return self._get("enricher.ready")
+        return self._get(names.ENRICHER_READY)
 
     @property
     def enriched(self) -> int:
         """Enriched documents Elasticsearch confirmed: first ones, updates and partial ones."""
-        return self._get("enricher.enriched")
+        return self._get(names.ENRICHER_ENRICHED)
 
     @property
     def enriched_updates(self) -> int:
-        return self._get("enricher.updated")
+        return self._get(names.ENRICHER_UPDATED)
 
     @property
     def enriched_partial(self) -> int:
-        return self._get("enricher.partial")
+        return self._get(names.ENRICHER_PARTIAL)
 
     @property
     def enricher_dead_letters(self) -> int:
-        return self._get("enricher.dlq")
+        return self._get(names.ENRICHER_DLQ)
 
     @property
     def lookups(self) -> int:
         """The enricher's (or naive mode's) lookup requests: GETs or ``_mget``s."""
-        return self._get("enricher.es_requests")
+        return self._get(names.ENRICHER_ES_REQUESTS)
 
     @property
     def enricher_bulk_requests(self) -> int:
-        return self._get("enricher.bulk_requests")
+        return self._get(names.ENRICHER_BULK_REQUESTS)
 
     @property
     def bulk_requests(self) -> int:
         """Every stage's bulk writes (source and enriched documents)."""
-        return self._total("bulk_requests")
+        return self._total(names.SOURCE_BULK_REQUESTS)
 
     @property
     def wasted_lookups(self) -> int:
         """Naive mode's lookups that found a source missing (the counter's saving)."""
-        return self._get("naive.wasted")
+        return self._get(names.NAIVE_WASTED)
 
     @property
     def docs_fetched(self) -> int:
-        return self._get("enricher.docs_fetched")
+        return self._get(names.ENRICHER_DOCS_FETCHED)
 
     def driver_peak_mb(self, process: str) -> int | None:
         """The driver's peak memory (``python`` or ``jvm``), if it reported one."""
-        value = self.counts.get(f"driver.{process}_peak_mb")
+        value = self.counts.get(names.driver_peak_mb(process))
         return None if value is None else int(value)
 
     def first_batch(self, query: str) -> tuple[int, float]:
         """Rows and seconds of the query's first batch that read rows (a cold JVM's)."""
-        return self._get(f"first_input.{query}"), self._get(f"first_busy_ms.{query}") / 1000
+        return self._get(names.first_input(query)), self._get(names.first_busy_ms(query)) / 1000
 
     @property
     def es_retries(self) -> int:
-        return self._get("es.retries")
+        return self._get(names.ES_RETRIES)
 
     def input_records(self, query: str) -> int:
         """Rows the query's batches read (Spark's own count)."""
-        return self._get(f"input.{query}")
+        return self._get(names.query_input(query))
 
     def batch_seconds(self, query: str) -> float:
         """Time the query spent in batches that read rows."""
-        return self._get(f"busy_ms.{query}") / 1000
+        return self._get(names.query_busy_ms(query)) / 1000
 
     def latency_buckets(self) -> list[tuple[float, int]]:
         """Fire-to-enriched latencies per bucket (upper bound in seconds, count), every bucket."""
@@ -190,7 +189,7 @@ class Figures:
 
     @property
     def latency_sum_seconds(self) -> float:
-        return self._get(LATENCY_SUM) / 1000
+        return self._get(names.LATENCY_SUM) / 1000
 
     @property
     def lookups_per_key(self) -> float | None:

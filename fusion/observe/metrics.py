@@ -15,6 +15,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from fusion.observe.names import LATENCY_PREFIX, LATENCY_SUM
+
 # Upper bounds (seconds) of the latency buckets; the last catches everything.
 # Fine below a few seconds, where a real-time pipeline's latencies are; every
 # earlier bound is kept, so counts committed by an older Fusion still fit.
@@ -22,9 +24,7 @@ LATENCY_BUCKETS = (
     0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0,
     2.5, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 300.0, float("inf"),
 )  # fmt: skip
-LATENCY_PREFIX = "latency.le_"
 # The latencies' sum in milliseconds, for Prometheus's histogram ``_sum``.
-LATENCY_SUM = "latency.sum_ms"
 
 
 def latency_bucket(seconds: float) -> str:

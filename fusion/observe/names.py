@@ -11,3 +11,93 @@ KAFKA_ALERT = "kafka"  # Kafka unreachable or refusing, being retried
 ES_ALERT = "elasticsearch"  # Elasticsearch unreachable or overloaded, being retried
 DATA_LOSS_ALERT = "data_loss"  # source records deleted before they were read
 REPLAY_ALERT = "replay"  # a batch replayed without its exactly-once markers
+
+# Counts. Tasks and queries count under these names; only fusion.observe.figures
+# reads them back. The JVM's writers count the counter's under the same names
+# (fusion.contract.MetricNames, held to these by tests/unit/observe/test_names.py).
+
+# Each source's indexer: indexer.<source>.<what> (what: one of SOURCE_COUNTS).
+SOURCE_RECORDS = "records"  # read from the topic
+SOURCE_INDEXED = "indexed"  # confirmed by Elasticsearch
+SOURCE_ACKS = "acks"  # published for confirmed documents
+SOURCE_STALE = "stale"  # older than what the index holds
+SOURCE_BULK_REQUESTS = "bulk_requests"
+SOURCE_LOST = "lost"  # deleted from the topic before they were read
+DLQ = "dlq"  # every stage's dead letters: <stage>.dlq, indexer.<source>.dlq
+
+
+def source_count(source: str, what: str) -> str:
+    """The name one source's indexer counts ``what`` under."""
+    return f"indexer.{source}.{what}"
+
+
+def lost_in_partition(source: str, partition: int) -> str:
+    """Records of ``source`` lost in one partition (``fusion status`` names the partition)."""
+    return f"{source_count(source, SOURCE_LOST)}@{partition}"
+
+
+# The counter.
+COUNTER_KEYS = "counter.keys"  # keys seen for the first time
+COUNTER_FIRED = "counter.fired"
+COUNTER_FIRED_LATE = "counter.fired_late"  # fired after being reported incomplete
+COUNTER_UPDATED = "counter.updated"
+COUNTER_INCOMPLETE = "counter.incomplete"
+COUNTER_DLQ = "counter.dlq"
+
+# The enricher (in the counter's task or its own query) and reconcile.
+ENRICHER_READY = "enricher.ready"  # events read to enrich
+ENRICHER_BATCHES = "enricher.batches"
+ENRICHER_ENRICHED = "enricher.enriched"  # enriched documents Elasticsearch confirmed
+ENRICHER_UPDATED = "enricher.updated"
+ENRICHER_PARTIAL = "enricher.partial"
+ENRICHER_STALE = "enricher.stale"
+ENRICHER_BULK_REQUESTS = "enricher.bulk_requests"
+ENRICHER_ES_REQUESTS = "enricher.es_requests"  # lookups: GETs or _mgets
+ENRICHER_DOCS_FETCHED = "enricher.docs_fetched"
+ENRICHER_DLQ = "enricher.dlq"
+
+# The naive baseline (the benchmark's).
+NAIVE_BULK_REQUESTS = "naive.bulk_requests"
+NAIVE_ES_REQUESTS = "naive.es_requests"
+NAIVE_WASTED = "naive.wasted"  # lookups that found a source missing
+NAIVE_DLQ = "naive.dlq"
+
+ES_RETRIES = "es.retries"  # Elasticsearch requests retried, every stage's
+
+# A deadline bucket's timers, set and cleared: clock.<bucket, epoch ms>.
+CLOCK_PREFIX = "clock."
+
+# Fire-to-enriched latency, as a histogram: one count per bucket, and their sum.
+LATENCY_PREFIX = "latency.le_"
+LATENCY_SUM = "latency.sum_ms"
+
+
+def query_input(query: str) -> str:
+    """Rows the query's batches read (Spark's own count)."""
+    return f"input.{query}"
+
+
+def query_busy_ms(query: str) -> str:
+    """Time the query spent in batches that read rows."""
+    return f"busy_ms.{query}"
+
+
+def first_input(query: str) -> str:
+    return f"first_input.{query}"
+
+
+def first_busy_ms(query: str) -> str:
+    return f"first_busy_ms.{query}"
+
+
+def state_updated(query: str) -> str:
+    return f"state.{query}.updated"
+
+
+def state_rows(query: str) -> str:
+    return f"state.{query}.rows"
+
+
+def driver_peak_mb(process: str) -> str:
+    """The driver's peak memory, ``python`` or ``jvm``."""
+    return f"driver.{process}_peak_mb"

@@ -47,6 +47,8 @@ from fusion.core.faults import crash_point
 from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.enricher.lookups import mget
 from fusion.enricher.task import enrich_events
+from fusion.observe import names
+from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, task_counts, writer_spec
@@ -157,9 +159,10 @@ def _add(report: Report, counts: Mapping[str, int]) -> None:
     report.complete += counts.get(COMPLETE, 0)
     report.up_to_date += counts.get(UP_TO_DATE, 0)
     report.planned += counts.get(PLANNED, 0)
-    report.enriched += counts.get("enricher.enriched", 0)
-    report.dead_letters += counts.get("enricher.dlq", 0)
-    report.es_retries += counts.get("es.retries", 0)
+    figures = Figures(counts)
+    report.enriched += figures.enriched
+    report.dead_letters += figures.enricher_dead_letters
+    report.es_retries += figures.es_retries
 
 
 def scan_and_enrich(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
@@ -180,7 +183,7 @@ def scan_and_enrich(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
             yield TaskOutput(task, (), counts)
             for part in enrich_events(config, es, events, retry):
                 yield TaskOutput(task, part.records, part.counts)
-        yield TaskOutput(task, (), {"es.retries": retries.get("es.retries")})
+        yield TaskOutput(task, (), {names.ES_RETRIES: retries.get(names.ES_RETRIES)})
 
 
 def _to_enrich(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from fusion.core.config import PipelineConfig
+from fusion.observe import names
 from fusion.observe.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -74,19 +75,19 @@ class ProgressListener(StreamingQueryListener):
     @staticmethod
     def _count(metrics: Metrics, query: str, progress: dict[str, Any]) -> None:
         rows = int(progress.get("numInputRows") or 0)
-        metrics.add(f"input.{query}", rows)
+        metrics.add(names.query_input(query), rows)
         if rows:
             busy = progress.get("durationMs", {}).get("triggerExecution", 0)
-            metrics.add(f"busy_ms.{query}", int(busy))
-            if not metrics.get(f"first_input.{query}"):
+            metrics.add(names.query_busy_ms(query), int(busy))
+            if not metrics.get(names.first_input(query)):
                 # The first batch that read rows runs in a cold JVM (class loading,
                 # JIT); the benchmark reports the rate without it as well.
-                metrics.set(f"first_input.{query}", rows)
-                metrics.set(f"first_busy_ms.{query}", int(busy))
+                metrics.set(names.first_input(query), rows)
+                metrics.set(names.first_busy_ms(query), int(busy))
         operators = progress.get("stateOperators") or []
         if operators:
-            metrics.add(f"state.{query}.updated", sum(op["numRowsUpdated"] for op in operators))
-            metrics.set(f"state.{query}.rows", sum(op["numRowsTotal"] for op in operators))
+            metrics.add(names.state_updated(query), sum(op["numRowsUpdated"] for op in operators))
+            metrics.set(names.state_rows(query), sum(op["numRowsTotal"] for op in operators))
 
     def onQueryIdle(self, event: Any) -> None:
         pass

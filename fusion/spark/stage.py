@@ -32,6 +32,7 @@ from fusion.kafka import client as kafka_client
 from fusion.kafka import data_loss
 from fusion.kafka.calls import retry_kafka
 from fusion.kafka.exactly_once import OutRecord, TransactionalOutput
+from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import DATA_LOSS_ALERT, KAFKA_ALERT
 from fusion.spark import tasks
@@ -98,7 +99,7 @@ class BatchStage:
         records = dead_letter_records(self.config.dlq_topic, letters)
         self._commit(files, query, batch_id, counts, rows, records)
         if lost:
-            total = sum(v for k, v in self.metrics.counts().items() if k.endswith(".lost"))
+            total = Figures(self.metrics.counts()).lost
             self.metrics.alert(DATA_LOSS_ALERT, data_loss.alert(lost, total))
 
     def _lost(self, files: CheckpointFiles, batch_id: int) -> list[data_loss.Lost]:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from fusion import jvm
 from fusion.counter import rows
 
-JAVA = jvm.SOURCES / "fusion" / "rows" / "CounterRows.java"
+JAVA = jvm.SOURCES / "fusion" / "contract" / "CounterRows.java"
 
 
 def _java_constant(name: str) -> str:
@@ -26,15 +25,15 @@ def _names(ddl: str) -> tuple[str, ...]:
 
 def test_the_input_columns_and_schema_are_the_jvms() -> None:
     assert ",".join(rows.INPUT_COLUMNS) == _java_constant("INPUT_COLUMNS")
-    assert rows.INPUT_SCHEMA == _java_constant("INPUT")
+    assert _java_constant("INPUT") == rows.INPUT_SCHEMA
     assert _names(rows.INPUT_SCHEMA) == rows.INPUT_COLUMNS
 
 
 def test_the_output_schema_is_the_jvms() -> None:
-    assert rows.OUTPUT_SCHEMA == _java_constant("OUTPUT")
+    assert _java_constant("OUTPUT") == rows.OUTPUT_SCHEMA
     assert _names(rows.OUTPUT_SCHEMA) == rows.OUTPUT_COLUMNS
 
 
 def test_the_counts_key_is_the_jvms() -> None:
-    assert rows.COUNTS_KEY == _java_constant("COUNTS_KEY")
+    assert _java_constant("COUNTS_KEY") == rows.COUNTS_KEY
     assert _java_constant("KEY") == f"{rows.INPUT_COLUMNS[0]} STRING"

@@ -10,7 +10,7 @@ from tests.unit.test_layout import _cycle
 
 # Lowest first: a package imports its own layer or lower.
 LAYERS = [
-    {"fusion.rows"},  # the counter's rows, which the writers hand it
+    {"fusion.contract"},  # what Python and Java share: the counter's rows, metric names
     {"fusion.output"},  # the exactly-once writers, spools and fault injection
     {"fusion.counter"},  # the counter: ack parser, keyed state, events
 ]
@@ -55,7 +55,8 @@ def test_the_java_graph_sees_imports_and_full_names(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "A.java").write_text("package fusion.a;\nimport fusion.b.B;\nclass A {}\n")
     (tmp_path / "b" / "B.java").write_text(
-        "package fusion.b;\n/** fusion.c.C in a comment */\nclass B { Object x = fusion.a.A.class; }\n"
+        "package fusion.b;\n/** fusion.c.C in a comment */\n"
+        "class B { Object x = fusion.a.A.class; }\n"
     )
     graph = _graph(tmp_path)
     assert graph == {"fusion.a": {"fusion.b"}, "fusion.b": {"fusion.a"}}

@@ -7,7 +7,7 @@ import fusion.counter.Decisions.KeyState;
 import fusion.counter.Decisions.Now;
 import fusion.counter.Decisions.Rejected;
 import fusion.counter.Decisions.Rules;
-import fusion.rows.CounterRows;
+import fusion.contract.CounterRows;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

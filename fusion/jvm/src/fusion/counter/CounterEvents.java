@@ -4,7 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import fusion.output.Spool;
 import fusion.output.TransactionalWriter;
-import fusion.rows.CounterRows;
+import fusion.contract.CounterRows;
+import fusion.contract.MetricNames;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -75,15 +76,15 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
       String kind = row.getUTF8String(0).toString();
       String key = row.isNullAt(1) ? null : row.getUTF8String(1).toString();
       switch (kind) {
-        case "new" -> counts.merge("counter.keys", 1L, Long::sum);
-        case "late" -> counts.merge("counter.fired_late", 1L, Long::sum);
+        case "new" -> counts.merge(MetricNames.COUNTER_KEYS, 1L, Long::sum);
+        case "late" -> counts.merge(MetricNames.COUNTER_FIRED_LATE, 1L, Long::sum);
         case "timer", "untimer" -> {
           long due = Long.parseLong(row.getUTF8String(2).toString());
           long bucket = (due + resolutionMs - 1) / resolutionMs * resolutionMs;
-          counts.merge("clock." + bucket, "timer".equals(kind) ? 1L : -1L, Long::sum);
+          counts.merge(MetricNames.CLOCK_PREFIX + bucket, "timer".equals(kind) ? 1L : -1L, Long::sum);
         }
         case "dead" -> {
-          counts.merge("counter.dlq", 1L, Long::sum);
+          counts.merge(MetricNames.COUNTER_DLQ, 1L, Long::sum);
           add(records, topics.get("dlq"), key == null || key.isEmpty() ? null : key, deadLetter(row, key, failedAt));
         }
         default -> {
@@ -100,7 +101,10 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
   }
 
   private static final Map<String, String> COUNTS =
-      Map.of("ready", "counter.fired", "updated", "counter.updated", "incomplete", "counter.incomplete");
+      Map.of(
+          "ready", MetricNames.COUNTER_FIRED,
+          "updated", MetricNames.COUNTER_UPDATED,
+          "incomplete", MetricNames.COUNTER_INCOMPLETE);
 
   private static void add(Spool records, String topic, String key, String value) {
     records.add(

@@ -1,7 +1,7 @@
 package fusion.counter;
 
 import fusion.output.IndexPublisher;
-import fusion.rows.CounterRows;
+import fusion.contract.CounterRows;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;

@@ -1,6 +1,6 @@
 package fusion.output;
 
-import fusion.rows.CounterRows;
+import fusion.contract.CounterRows;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;

@@ -1,4 +1,4 @@
-package fusion.rows;
+package fusion.contract;
 
 import org.apache.spark.sql.types.StructType;
 
