@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,7 +46,6 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError, ExitCode
 from fusion.core.settings import Settings, read_toml
 from fusion.kafka import topics as kafka_topics
-from fusion.kafka.markers import REPLAY_UNMARKED
 from fusion.observe.metrics import Metrics
 
 Handler = Callable[[argparse.Namespace, Settings], int]
@@ -89,20 +87,25 @@ def load_config(path: Path | None) -> Settings:
     return Settings.load(path)
 
 
-def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    config = pipeline_of(settings)
+def with_run_options(config: PipelineConfig, args: argparse.Namespace) -> PipelineConfig:
+    """The pipeline as ``fusion run``'s options change it, for this run only."""
     if args.metrics_port is not None:
         if not 0 <= args.metrics_port <= 65535:
             raise ConfigError("--metrics-port", "", f"{args.metrics_port} is not a port (0-65535)")
         endpoint = config.metrics.model_copy(update={"port": args.metrics_port})
         config = config.model_copy(update={"metrics": endpoint})
-    if args.counter_engine is not None:
-        section = config.pipeline.model_copy(update={"counter_engine": args.counter_engine})
+    options = {"counter_engine": args.counter_engine, "replay_unmarked": args.replay_unmarked}
+    chosen = {name: value for name, value in options.items() if value}
+    if chosen:
+        section = config.pipeline.model_copy(update=chosen)
         config = config.model_copy(update={"pipeline": section})
+    return config
+
+
+def run_command(args: argparse.Namespace, settings: Settings) -> int:
+    config = with_run_options(pipeline_of(settings), args)
     # The benchmark's naive baseline is no stage of the pipeline: it says what it runs.
     selection = naive.selection() if args.only == "naive" else pipeline.select(config, args.only)
-    if args.replay_unmarked:
-        os.environ[REPLAY_UNMARKED] = "1"  # read where each query starts (and by spark-submit's)
     metrics = Metrics()
     interrupted = False
     try:

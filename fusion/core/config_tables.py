@@ -104,6 +104,9 @@ class PipelineSection(BaseModel):
     # How long the counter remembers a key after its last change: fired keys
     # watch for updates, expired ones for a late source, for this long.
     state_ttl: Duration = 7 * 86400.0
+    # Replay a batch whose exactly-once markers Kafka expired (its output may repeat):
+    # for one run, after the refusal that names it (`fusion run --replay-unmarked`).
+    replay_unmarked: bool = False
 
     _valid_name = field_validator("name")(check_name)
 

@@ -63,11 +63,6 @@ class Rules:
             None if ttl is None else int(ttl * 1000),
         )
 
-    @classmethod
-    def all_required(cls, sources: Iterable[str]) -> Rules:
-        names = frozenset(sources)
-        return cls(names, names, dict.fromkeys(names))
-
 
 @dataclass(frozen=True)
 class Now:

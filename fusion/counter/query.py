@@ -59,7 +59,7 @@ class CounterBatch(BatchStage):
     def work(self) -> Work:
         return publish_events
 
-    def settle(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
+    def counts_to_commit(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
         plain, buckets = clock.split_counts(counts)
         if self.clock is not None:
             self.clock.batch_done(batch_ms, buckets)

@@ -82,17 +82,19 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
     out: list[OutRecord] = []
     to_enrich: list[Wanted] = []
     kinds: Counter[str] = Counter()
-    other: Counter[str] = Counter()  # the clock's buckets; the indexer's counts in a single query
+    # Counts the counter passes on, not its own: the clock's deadline buckets, and in a
+    # single query the indexer's counts.
+    passed_on: Counter[str] = Counter()
     for kind, key, event, reason, raw, topic, partition, offset in zip(
         *(column(rows, name) for name in OUTPUT_COLUMNS), strict=True
     ):
         kinds[kind] += 1
         if kind == "count":  # passed through: name as key, executor as reason, value as offset
-            other[key] += offset
-            other[attributed(key, reason)] += offset
+            passed_on[key] += offset
+            passed_on[attributed(key, reason)] += offset
         elif kind in ("timer", "untimer"):
             bucket = f"{clock.PREFIX}{clock.bucket_of(int(event), resolution)}"
-            other[bucket] += 1 if kind == "timer" else -1
+            passed_on[bucket] += 1 if kind == "timer" else -1
         elif kind == "dead":
             letter = DeadLetter.of(
                 reason,
@@ -115,7 +117,7 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
         names.COUNTER_INCOMPLETE: kinds["incomplete"],
         names.COUNTER_KEYS: kinds["new"],
         names.COUNTER_FIRED_LATE: kinds["late"],
-    } | dict(other)
+    } | dict(passed_on)
     return Decided(out, counts, to_enrich)
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
@@ -176,16 +176,6 @@ def enrich(
         names.ENRICHER_DLQ: len(dead),
     }
     yield Enrichment(dead_letter_records(config.dlq_topic, dead, config.message_limit), counts)
-
-
-def collected(parts: Iterable[Enrichment]) -> Enrichment:
-    """Every part of an enrichment as one: its records in order, its counts added up."""
-    records: list[OutRecord] = []
-    counts: Counter[str] = Counter()
-    for part in parts:
-        records += part.records
-        counts.update(part.counts)
-    return Enrichment(records, dict(counts))
 
 
 @dataclass(frozen=True)

@@ -179,10 +179,6 @@ class ArtifactCache:
                 _maven_copy([ECJ], staging, transitive=False)
         return next(target.glob("*.jar"))
 
-    def fetch_all(self) -> None:
-        for name in ARTIFACT_SETS:
-            self.fetch(name)
-
 
 class _staging:
     """Build a directory under a temporary name; rename it into place on success."""

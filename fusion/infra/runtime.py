@@ -175,7 +175,7 @@ class LocalRuntime:
     def down(self, purge: bool = False) -> None:
         """Stop every server (nothing of ours keeps running); with ``purge``, delete their data."""
         self.spark().stop()
-        for service in self._services():
+        for service in self.services():
             service.process.stop()
         state = self._read_state()
         if state.pop("spark", None) is not None and self.state_dir.is_dir():
@@ -183,18 +183,10 @@ class LocalRuntime:
         if purge:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
-    def stop_service(self, name: Service) -> None:
-        """Stop one server, keeping its data: ``up`` with the same ports starts it again."""
-        if name == "spark":
-            self.spark().stop()
-        for service in self._services():
-            if service.name == name:
-                service.process.stop()
-
     def status(self) -> list[ServiceStatus]:
         state = self._read_state()
         result = []
-        for service in self._services():
+        for service in self.services():
             recorded = state.get(service.name, {})
             port = recorded.get("port")
             pid = service.process.pid()
@@ -236,7 +228,7 @@ class LocalRuntime:
         """Endpoints of the servers recorded by the last ``up``."""
         return self._endpoints(self._read_state(), with_es_version=True)
 
-    def _services(self) -> list[LocalKafka | LocalElasticsearch]:
+    def services(self) -> list[LocalKafka | LocalElasticsearch]:
         services: list[LocalKafka | LocalElasticsearch] = []
         if self.cache.kafka_dir.is_dir():
             services.append(self.kafka())

@@ -71,13 +71,13 @@ class TransactionalOutput:
         transactional_id: str,
         markers_topic: str,
         budget_seconds: float,
-        points: str,
+        crash_prefix: str,
         on_retry: Callable[[str], None] | None = None,
     ) -> None:
-        """``points``: the prefix of this writer's crash points (``<points>.before_commit``...)."""
+        """``crash_prefix``: this writer's crash points are ``<crash_prefix>.before_commit``, ..."""
         self.settings = settings
         self.transactional_id = transactional_id
-        self.points = points
+        self.crash_prefix = crash_prefix
         self.markers_topic = markers_topic
         self.budget = budget_seconds
         self.on_retry = on_retry
@@ -147,7 +147,7 @@ class TransactionalOutput:
                     raise classify(error, self.transactional_id, self.settings.bootstrap) from None
                 raise TransactionError(self.transactional_id, str(error)) from None
             self._marker = marker
-            crash_point(f"{self.points}.after_commit")
+            crash_point(f"{self.crash_prefix}.after_commit")
             return Published(marker, written=True)
 
         # Start over, with a new producer, while Kafka is stuck (for the budget) or
@@ -189,7 +189,7 @@ class TransactionalOutput:
             ),
             "send the batch marker",
         )
-        crash_point(f"{self.points}.before_commit")
+        crash_point(f"{self.crash_prefix}.before_commit")
         self._retrying(lambda: producer.commit_transaction(self.budget), "commit")
 
     def _retrying(self, call: Callable[[], T], what: str, client: Any = None) -> T:

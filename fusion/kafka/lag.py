@@ -64,11 +64,6 @@ def stage_markers(
     return {group.removeprefix(f"fusion-{config.name}-"): value for group, value in found.items()}
 
 
-def consumer_lag(config: PipelineConfig, only: str | None = None) -> dict[str, int | None]:
-    """Records (plus transaction markers) each query (or ``only`` that one) still has to read."""
-    return lag_of(config, stage_markers(config, only))
-
-
 def behind(config: PipelineConfig, stages: list[str]) -> int:
     """Records ``stages`` still have to read; a stage that never committed counts from 0."""
     return sum(stage_lag(config, stages).values())

@@ -88,10 +88,6 @@ def read_markers(
     return result
 
 
-# Set (to "1") by `fusion run --replay-unmarked`: replay such a batch anyway.
-REPLAY_UNMARKED = "FUSION_REPLAY_UNMARKED"
-
-
 def replay_unmarked(
     planned: Sequence[int], committed: Sequence[int], marker: Marker | None, query: str
 ) -> int | None:

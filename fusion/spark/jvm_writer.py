@@ -39,7 +39,7 @@ def writer_spec(config: PipelineConfig, job: tasks.Job, faults: Mapping[str, str
             "query": job.query,
             "batch": job.batch_id,
             "budget_ms": int(config.pipeline.retry_budget_seconds * 1000),
-            "points": job.points,
+            "crash_prefix": job.crash_prefix,
             "faults": dict(faults),
             "spool_bytes": config.pipeline.task_chunk_bytes,
         }

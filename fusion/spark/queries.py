@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.kafka.errors import MarkersGoneError
-from fusion.kafka.markers import REPLAY_UNMARKED, Marker, replay_unmarked
+from fusion.kafka.markers import Marker, replay_unmarked
 from fusion.observe.names import REPLAY_ALERT
 from fusion.spark import tasks
 from fusion.spark.checkpoint import (
@@ -82,7 +81,7 @@ def start_foreach_batch(
     session's settings once, when it starts).
     """
     config = stage.config
-    marker = stage.lease.last_marker()
+    marker = stage.driver_output.last_marker()
     checkpoint = config.checkpoint(stage.name)
     _refuse_an_unmarked_replay(CheckpointFiles(stream.sparkSession, checkpoint), stage, marker)
     settings = dict(conf or {})
@@ -121,7 +120,7 @@ def _refuse_an_unmarked_replay(
     if pending is None:
         return
     name = f"{stage.config.name}-{stage.name}"
-    if os.environ.get(REPLAY_UNMARKED) != "1":
+    if not stage.config.pipeline.replay_unmarked:
         raise MarkersGoneError(name, pending)
     message = f"{name}: replaying batch {pending} without its markers (its output may repeat)"
     stage.metrics.alert(REPLAY_ALERT, message)

@@ -53,21 +53,23 @@ if TYPE_CHECKING:
 class BatchStage:
     """The driver side of a stage's foreachBatch (see the module docstring).
 
-    Subclasses name the query (``name``), their crash points (``points``) and
+    Subclasses name the query (``name``), the prefix of their crash points (``crash_prefix``) and
     give the task function (:meth:`work`) and the columns it reads (:meth:`columns`).
     """
 
-    def __init__(self, config: PipelineConfig, metrics: Metrics, name: str, points: str) -> None:
+    def __init__(
+        self, config: PipelineConfig, metrics: Metrics, name: str, crash_prefix: str
+    ) -> None:
         self.config = config
         self.metrics = metrics
         self.name = name
-        self.points = points
-        self.lease = TransactionalOutput(
+        self.crash_prefix = crash_prefix
+        self.driver_output = TransactionalOutput(
             config.kafka,
             f"fusion-{config.name}-{name}",
             config.markers_topic,
             config.pipeline.retry_budget_seconds,
-            f"{points}.driver",
+            f"{crash_prefix}.driver",
             on_retry=lambda message: metrics.alert(KAFKA_ALERT, message),
         )
         self._query: str | None = None
@@ -85,7 +87,7 @@ class BatchStage:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         files = CheckpointFiles(batch.sparkSession, self.config.checkpoint(self.name))
         query = self._query_id(files)
-        job = tasks.Job(self.config, self.name, self.points, query, batch_id)
+        job = tasks.Job(self.config, self.name, self.crash_prefix, query, batch_id)
         lost = self._lost(files, batch_id)  # before the tasks read: what they cannot
         try:
             rows = self.run(batch, job)
@@ -152,15 +154,15 @@ class BatchStage:
     ) -> None:
         ends = batch_offsets(files, batch_id)
         positions = ends[1] if ends else {}
-        counts = self.settle(ends[0] if ends else 0, counts)
+        counts = self.counts_to_commit(ends[0] if ends else 0, counts)
         if not counts and positions == self._positions:
             return  # an idle trigger (the counter's timers run one): nothing to commit
         totals = self._cumulative(query)
-        if self.lease.committed(query, batch_id) is not None:
+        if self.driver_output.committed(query, batch_id) is not None:
             return  # a replay of a batch this stage finished and counted already
         offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
         merged = {name: totals.get(name, 0) + counts.get(name, 0) for name in totals | counts}
-        self.lease.publish(query, batch_id, records or [], merged, offsets, take_over=False)
+        self.driver_output.publish(query, batch_id, records or [], merged, offsets, take_over=False)
         self.metrics.clear_alert(KAFKA_ALERT)
         self._totals = merged
         self._positions = positions
@@ -177,8 +179,11 @@ class BatchStage:
             elif row.name not in elsewhere:
                 self.metrics.add_executor(row.executor, row.name, row.value)
 
-    def settle(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
-        """The counts to commit of a batch with timestamp ``batch_ms`` (a hook: all of them)."""
+    def counts_to_commit(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
+        """The counts to commit of a batch with timestamp ``batch_ms``.
+
+        A hook: all of them here; the counter keeps its clock's deadline buckets apart.
+        """
         return counts
 
     def _query_id(self, files: CheckpointFiles) -> str:
@@ -192,7 +197,7 @@ class BatchStage:
     def _cumulative(self, query: str) -> dict[str, int]:
         """The stage's counts so far: from its marker when the query (re)started."""
         if self._totals is None:
-            marker = self.lease.last_marker()
+            marker = self.driver_output.last_marker()
             same = marker is not None and marker.query == query
             self._totals = dict(marker.counts) if marker is not None and same else {}
         return self._totals

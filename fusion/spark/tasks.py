@@ -55,7 +55,7 @@ class Job:
 
     config: PipelineConfig
     stage: str  # the query's name within the pipeline: indexers, counter, enricher, ...
-    points: str  # the stage's crash-point prefix: indexer, counter, enricher, naive
+    crash_prefix: str  # the stage's crash-point prefix: indexer, counter, enricher, naive
     query: str  # the query id from the checkpoint: markers of another checkpoint do not count
     batch_id: int
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JError
 
-from fusion.core.errors import FusionError, SparkGoneError, WaitTimeoutError
+from fusion.core.errors import FusionError, SparkGoneError
 from fusion.kafka.errors import (
     FencedError,
     KafkaAccessError,
@@ -69,25 +69,6 @@ class Watcher:
 
     def idle_for(self) -> float:
         return time.monotonic() - self.last_input
-
-
-def wait_until(
-    condition: Callable[[], bool],
-    queries: list[StreamingQuery],
-    timeout: float | None = None,
-    what: str = "the condition",
-    poll: float = 0.2,
-) -> None:
-    """Block until ``condition()`` holds; fail at once if a query died, or after ``timeout`` s."""
-    watcher = Watcher(queries)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while not condition():
-        watcher.check()
-        if deadline is not None and time.monotonic() > deadline:
-            raise WaitTimeoutError(
-                f"{what} ({timeout:.0f} s)", "the queries run, but too slowly or not at all"
-            )
-        time.sleep(poll)
 
 
 def run_until(

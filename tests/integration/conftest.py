@@ -183,7 +183,12 @@ class ServerControl:
 
     def stop(self, service: Service) -> None:
         if self.runtime is not None:
-            self.runtime.stop_service(service)
+            # Stop one server, keeping its data: `start` brings it back on the same port.
+            if service == "spark":
+                self.runtime.spark().stop()
+            for server in self.runtime.services():
+                if server.name == service:
+                    server.process.stop()
         else:
             self.containers[service].get_wrapped_container().pause()
         self.stopped.append(service)

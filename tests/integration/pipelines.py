@@ -15,13 +15,16 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from fusion import pipeline
 from fusion.core.config import PipelineConfig
+from fusion.core.errors import WaitTimeoutError
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
+from fusion.kafka.lag import lag_of, stage_markers
 from fusion.observe.metrics import Metrics
 from fusion.ops import teardown
 from fusion.ops.health import HealthWatch
 from fusion.spark import watch
+from fusion.spark.watch import Watcher
 
 
 def make_config(
@@ -144,7 +147,7 @@ class RunningPipeline:
         self.health = HealthWatch(config, self.metrics).__enter__()
 
     def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
-        watch.wait_until(condition, self.queries, timeout, what)
+        wait_until(condition, self.queries, timeout, what)
 
     def stop(self) -> None:
         self.health.__exit__(None, None, None)
@@ -217,3 +220,27 @@ def assert_exact_join(
     assert enriched == Counter(set(expected)), "the enriched topic has each key exactly once"
     if no_dead_letters:
         assert read_topic(settings, config.dlq_topic) == []
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    queries: list[Any],
+    timeout: float | None = None,
+    what: str = "the condition",
+    poll: float = 0.2,
+) -> None:
+    """Block until ``condition()`` holds; fail at once if a query died, or after ``timeout`` s."""
+    watcher = Watcher(queries)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not condition():
+        watcher.check()
+        if deadline is not None and time.monotonic() > deadline:
+            raise WaitTimeoutError(
+                f"{what} ({timeout:.0f} s)", "the queries run, but too slowly or not at all"
+            )
+        time.sleep(poll)
+
+
+def consumer_lag(config: PipelineConfig, only: str | None = None) -> dict[str, int | None]:
+    """Records (plus transaction markers) each query (or ``only`` that one) still has to read."""
+    return lag_of(config, stage_markers(config, only))

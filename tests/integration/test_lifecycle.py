@@ -28,11 +28,11 @@ from fusion.elastic import client as es_client
 from fusion.elastic.bulk import Target, write_documents
 from fusion.elastic.retry import RetryPolicy
 from fusion.enricher.task import EnrichedDoc
-from fusion.kafka import lag
 from fusion.observe.metrics import Metrics
 from fusion.ops import explain, status
 from tests.integration.pipelines import (
     RunningPipeline,
+    consumer_lag,
     drop,
     enriched_docs,
     make_config,
@@ -118,7 +118,7 @@ def story(
                 "L1's complete document",
             )
             run.wait_for(
-                lambda: lag.consumer_lag(config, config.counter_query)[config.counter_query] == 0,
+                lambda: consumer_lag(config, config.counter_query)[config.counter_query] == 0,
                 60,
                 "the counter to decide every ack, the re-sent record's too",
             )

@@ -23,7 +23,6 @@ from fusion.core.settings import Settings
 from fusion.kafka import client as kafka_client
 from fusion.kafka import lag
 from fusion.kafka.errors import MarkersGoneError
-from fusion.kafka.markers import REPLAY_UNMARKED
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import REPLAY_ALERT
 from fusion.spark.checkpoint import CheckpointFiles, committed_batches
@@ -41,7 +40,7 @@ def _uncommit_last_batch(files: CheckpointFiles) -> int:
 
 
 def test_a_replay_without_its_markers_is_refused_at_start(
-    spark: Any, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, settings: Settings, tmp_path: Path
 ) -> None:
     config = make_config(settings, tmp_path, ["billing", "insurance"], layout="stages")
     stage = lag.indexer_stage(config, ("billing",))
@@ -71,7 +70,8 @@ def test_a_replay_without_its_markers_is_refused_at_start(
         assert "fusion run --replay-unmarked" in message
 
         # The way out it names: replayed, its duplicates accepted, and the pipeline goes on.
-        monkeypatch.setenv(REPLAY_UNMARKED, "1")
+        section = config.pipeline.model_copy(update={"replay_unmarked": True})
+        config = config.model_copy(update={"pipeline": section})
         produce(config, [source_record(config, "billing", "K9", amount=9)])
 
         def acked_k9(_: Metrics) -> bool:

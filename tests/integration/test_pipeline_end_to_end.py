@@ -14,9 +14,15 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.kafka import topics as kafka_topics
-from fusion.kafka.lag import consumer_lag
-from fusion.spark.watch import wait_until
-from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
+from tests.integration.pipelines import (
+    consumer_lag,
+    drop,
+    enriched_docs,
+    make_config,
+    read_topic,
+    run_pipeline,
+    wait_until,
+)
 
 MALFORMED = [
     (b"{not json", "invalid JSON"),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import replace
 
 from fusion.core.events import IncompleteEvent, ReadyEvent, iso_from_ms
@@ -18,7 +19,15 @@ from fusion.counter.decisions import (
 )
 
 SOURCES = frozenset({"billing", "insurance", "medicine", "treatment"})
-RULES = Rules.all_required(SOURCES)
+
+
+def all_required(sources: Iterable[str]) -> Rules:
+    """Every source required, no deadline."""
+    names = frozenset(sources)
+    return Rules(names, names, dict.fromkeys(names))
+
+
+RULES = all_required(SOURCES)
 NOW = Now("2026-01-01T00:00:10.000000Z", 10_000)
 
 
@@ -116,7 +125,7 @@ def test_unknown_and_malformed_acks_are_rejected_and_never_count() -> None:
 
 
 def test_two_sources_work_as_well_as_four() -> None:
-    fires, _ = run([[ack("a")], [ack("a"), ack("b")], [ack("b")]], Rules.all_required("ab"))
+    fires, _ = run([[ack("a")], [ack("a"), ack("b")], [ack("b")]], all_required("ab"))
 
     assert fires == 1
 

@@ -55,8 +55,6 @@ def test_no_writer_spells_a_metric_name_of_its_own() -> None:
         if path not in homes
     ]
     spelled = {
-        f"{path.relative_to(ROOT)}: {value}"
-        for path in files
-        for value in _literals(path) & values
+        f"{path.relative_to(ROOT)}: {value}" for path in files for value in _literals(path) & values
     }
     assert not spelled, sorted(spelled)

@@ -216,7 +216,7 @@ public final class TransactionalWriter
     final String query;
     final long batch;
     final long budgetMs;
-    final String points;
+    final String crashPrefix;
     final Faults faults;
     final long spoolBytes;
 
@@ -227,14 +227,14 @@ public final class TransactionalWriter
       this.query = node.get("query").asText();
       this.batch = node.get("batch").asLong();
       this.budgetMs = node.get("budget_ms").asLong();
-      this.points = node.get("points").asText();
+      this.crashPrefix = node.get("crash_prefix").asText();
       this.faults = new Faults(strings(node.get("faults")));
       this.spoolBytes = node.path("spool_bytes").asLong(16L << 20);
     }
 
     /**
      * {@code {"kafka": {client options}, "transactional_prefix", "markers_topic", "query",
-     * "batch", "budget_ms", "points", "faults": {FUSION_CRASH_AT, ...}, "spool_bytes"}}, as {@code
+     * "batch", "budget_ms", "crash_prefix", "faults": {FUSION_CRASH_AT, ...}, "spool_bytes"}}, as {@code
      * fusion.spark.stage} writes it.
      */
     public static Spec parse(String json) {

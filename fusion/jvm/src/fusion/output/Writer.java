@@ -104,7 +104,7 @@ final class Writer {
         Marker next = new Marker(query, batch, new TreeMap<>(counts));
         transaction(records, next, spec);
         marker = next;
-        spec.faults.point(spec.points + ".after_commit");
+        spec.faults.point(spec.crashPrefix + ".after_commit");
         return new Published(next.counts(), true);
       } catch (Faults.Crash crash) {
         // A simulated kill: whatever is open stays open, as after kill -9; the retried task's
@@ -168,7 +168,7 @@ final class Writer {
             new TopicPartition(markersTopic, 0),
             new OffsetAndMetadata(next.batch() + 1, metadata(next)));
     producer.sendOffsetsToTransaction(position, new ConsumerGroupMetadata(id));
-    spec.faults.point(spec.points + ".before_commit");
+    spec.faults.point(spec.crashPrefix + ".before_commit");
     producer.commitTransaction();
   }
 
