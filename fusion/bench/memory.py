@@ -37,8 +37,9 @@ from fusion import pipeline
 from fusion.bench.burst import BenchOptions, bench_config
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.bench.process import started_on_fresh_topics
-from fusion.bench.proctree import descendants, kind_of, sampling, watch_peaks
+from fusion.bench.proctree import kind_of, sampling, watch_peaks
 from fusion.bench.report import git_commit, machine, write_text_files
+from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import FusionError
 from fusion.core.events import now_iso
@@ -230,7 +231,7 @@ class NativePeaks:
     def sample(self) -> None:
         if self.jcmd is None:  # a Java runtime without the JDK's tools: no breakdown
             return
-        for pid in descendants(self.root):
+        for pid in procfs.descendants(self.root):
             if kind_of(pid) != "jvm":
                 continue
             command = [self.jcmd, str(pid), "VM.native_memory", "summary", "scale=MB"]

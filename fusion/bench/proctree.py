@@ -6,69 +6,29 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
 from typing import Protocol, TypeVar
 
-
-def descendants(root: int) -> list[int]:
-    """``root`` and every process under it that is alive now."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _stat(int(entry))
-            if stat is not None:
-                children.setdefault(int(stat[1]), []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += children.get(pid, [])
-    return found
+from fusion.core import procfs
 
 
 def tree_cpu_seconds(root: int) -> float:
     """CPU seconds (user + system) of ``root`` and every process under it."""
-    total = 0
-    for pid in descendants(root):
-        stat = _stat(pid)
-        if stat is not None:
-            total += int(stat[11]) + int(stat[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (state, ppid, ...)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
+    stats = [procfs.stat(pid) for pid in procfs.descendants(root)]
+    return sum(s.cpu_ticks for s in stats if s is not None) / os.sysconf("SC_CLK_TCK")
 
 
 def kind_of(pid: int) -> str | None:
     """``jvm``, ``worker`` (Spark's Python workers and their daemon) or ``driver`` (Python)."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+    command = procfs.cmdline(pid)
+    if not command:
         return None
     text = b" ".join(command)
     if b"pyspark.daemon" in text or b"pyspark.worker" in text:
         return "worker"
-    if command and command[0].endswith(b"java"):
+    if command[0].endswith(b"java"):
         return "jvm"
     if b"python" in command[0]:
         return "driver"
-    return None
-
-
-def peak_mb(pid: int) -> int | None:
-    """The kernel's high-water mark of ``pid``'s resident memory (``VmHWM``), in MB."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM"):
-                return int(line.split()[1]) // 1024
-    except (OSError, ValueError):
-        return None
     return None
 
 
@@ -80,8 +40,8 @@ class PeakWatch:
         self.peaks: dict[str, int] = {}
 
     def sample(self) -> None:
-        for pid in descendants(self.root):
-            kind, mb = kind_of(pid), peak_mb(pid)
+        for pid in procfs.descendants(self.root):
+            kind, mb = kind_of(pid), procfs.peak_mb(pid)
             if kind is not None and mb is not None:
                 self.peaks[kind] = max(mb, self.peaks.get(kind, 0))
 

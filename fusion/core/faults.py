@@ -32,6 +32,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from fusion.core import procfs
+
 CRASH_ENV = "FUSION_CRASH_AT"
 HOLD_ENV = "FUSION_HOLD_AT"
 DIR_ENV = "FUSION_FAULT_DIR"
@@ -104,9 +106,11 @@ def _jvm_ancestor() -> int:
     """The nearest ancestor process that is a JVM (a Python worker's executor)."""
     pid = os.getppid()
     while pid > 1:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        if b"java" in cmdline.split(b"\0", 1)[0]:
+        command = procfs.cmdline(pid)
+        if command and b"java" in command[0]:
             return pid
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        found = procfs.stat(pid)
+        if found is None:
+            break
+        pid = found.ppid
     raise RuntimeError("no JVM among this process's ancestors")

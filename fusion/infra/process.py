@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fusion.core import procfs
+
 
 @dataclass(frozen=True)
 class ManagedProcess:
@@ -97,20 +99,13 @@ def group_members(pgid: int, marker: str | None = None) -> list[int]:
     """
     members = []
     matched = marker is None
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for pid in procfs.pids():
+        found = procfs.stat(pid)
+        if found is None or found.state == "Z" or found.pgrp != pgid:
             continue
-        try:
-            stat = (entry / "stat").read_text()
-            # Fields after the parenthesised command: state, ppid, pgrp, ...
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if fields[0] == "Z" or int(fields[2]) != pgid:
-                continue
-            members.append(int(entry.name))
-            if not matched and marker is not None:
-                matched = marker in (entry / "cmdline").read_bytes().decode(errors="replace")
-        except (OSError, ValueError, IndexError):
-            continue
+        members.append(pid)
+        if not matched and marker is not None:
+            matched = marker.encode() in b"\0".join(procfs.cmdline(pid) or [])
     return members if matched else []
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from fusion.core import procfs
 from fusion.infra.elasticsearch import LocalElasticsearch, get_json
 from fusion.infra.errors import InfraError, PortInUseError
 from fusion.infra.kafka import LocalKafka
@@ -96,10 +97,10 @@ def broker_version(pid: int) -> str | None:
     A broker does not tell its version over the protocol; the process it runs
     as does, by the jars on its class path (a Kafka distribution's ``libs``).
     """
-    try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
+    command = procfs.cmdline(pid)
+    if command is None:
         return None
+    args = [arg.decode(errors="replace") for arg in command]
     for entry in (part for arg in args for part in arg.split(":")):
         folder = Path(entry.removesuffix("*")).expanduser()
         for jar in folder.glob("kafka-server-*.jar") if folder.is_dir() else ():
@@ -112,13 +113,8 @@ def broker_version(pid: int) -> str | None:
 def local_broker_version(bootstrap: str) -> str | None:
     """The version of the broker on this machine that listens on ``bootstrap``'s port, if any."""
     port = bootstrap.split(",")[0].rsplit(":", 1)[-1]
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            args = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
+    for pid in procfs.pids():
+        args = [arg.decode(errors="replace") for arg in procfs.cmdline(pid) or []]
         if "kafka.Kafka" not in args:
             continue
         following = args[args.index("kafka.Kafka") + 1 :]
@@ -127,7 +123,7 @@ def local_broker_version(bootstrap: str) -> str | None:
         except OSError:
             text = ""
         if f":{port}" in text:
-            return broker_version(int(proc.name))
+            return broker_version(pid)
     return None
 
 

@@ -13,11 +13,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JError
 
+from fusion.core import procfs
 from fusion.core.errors import FusionError, SparkGoneError
 from fusion.kafka.errors import (
     FencedError,
@@ -163,19 +163,8 @@ def driver_memory(spark: SparkSession, submitted: bool) -> dict[str, int]:
     """
     gateway = getattr(spark.sparkContext._gateway, "proc", None)
     jvm_pid = os.getppid() if submitted or gateway is None else gateway.pid
-    peaks = {"python": _peak_mb("self"), "jvm": _peak_mb(str(jvm_pid))}
+    peaks = {"python": procfs.peak_mb("self"), "jvm": procfs.peak_mb(jvm_pid)}
     return {name: mb for name, mb in peaks.items() if mb is not None}
-
-
-def _peak_mb(pid: str) -> int | None:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        kilobytes = int(
-            next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
-        )
-    except (OSError, StopIteration, ValueError):
-        return None
-    return kilobytes // 1024
 
 
 # fusion.output.Writer's refusals: "<what> (<Kafka's exception>: <its message>)".

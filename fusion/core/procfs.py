@@ -1,0 +1,73 @@
+"""The one reader of Linux's ``/proc``: processes, their parents, command lines and memory.
+
+Every function answers ``None`` (or leaves the process out) when the process
+is gone or unreadable: a process can end between listing and reading.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Stat:
+    """The fields of ``/proc/<pid>/stat`` that Fusion reads."""
+
+    state: str  # R, S, D, Z, ...
+    ppid: int
+    pgrp: int
+    cpu_ticks: int  # user + system, in clock ticks (os.sysconf("SC_CLK_TCK") a second)
+
+
+def pids() -> list[int]:
+    """Every process alive now."""
+    return [int(entry) for entry in os.listdir(PROC) if entry.isdigit()]
+
+
+def stat(pid: int | str) -> Stat | None:
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+        # The fields after the command name, which is in parentheses and may hold any of them.
+        fields = text[text.rindex(")") + 2 :].split()
+        return Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[11]) + int(fields[12]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cmdline(pid: int | str) -> list[bytes] | None:
+    """The process's arguments, the program first; ``[]`` for a kernel thread or a zombie."""
+    try:
+        raw = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.rstrip(b"\0").split(b"\0") if raw else []
+
+
+def peak_mb(pid: int | str) -> int | None:
+    """The kernel's high-water mark of the process's resident memory (``VmHWM``), in MB."""
+    try:
+        for line in (PROC / str(pid) / "status").read_text().splitlines():
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every process under it that is alive now."""
+    children: dict[int, list[int]] = {}
+    for pid in pids():
+        found = stat(pid)
+        if found is not None:
+            children.setdefault(found.ppid, []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out

@@ -1,0 +1,49 @@
+"""What /proc says of a process: its parent and group, its command line, its own peak memory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from fusion.core import procfs
+
+
+def test_a_driver_started_by_a_big_process_reports_its_own_peak() -> None:
+    # The benchmark holds its whole dataset when it starts `fusion run`.
+    held = bytearray(400 << 20)
+    for page in range(0, len(held), 4096):
+        held[page] = 1
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from fusion.core import procfs; print(procfs.peak_mb('self'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert int(child.stdout) < 200, "the parent's 400 MB leaked into the driver's peak"
+    assert (procfs.peak_mb("self") or 0) >= 400
+
+
+def test_a_process_is_read_as_the_kernel_sees_it() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        found = procfs.stat(child.pid)
+        assert found is not None and found.ppid == os.getpid() and found.pgrp == os.getpgrp()
+        assert procfs.cmdline(child.pid) == [
+            sys.executable.encode(),
+            b"-c",
+            b"import sys; sys.stdin.read()",
+        ]
+        assert child.pid in procfs.descendants(os.getpid()) and child.pid in procfs.pids()
+    finally:
+        child.kill()
+        child.wait()
+    assert procfs.stat(child.pid) is None and procfs.cmdline(child.pid) is None
+    assert procfs.peak_mb(child.pid) is None
