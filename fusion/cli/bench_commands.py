@@ -15,8 +15,8 @@ from fusion.kafka import client as kafka_client
 
 
 def bench_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench import burst as bench
     from fusion.bench import report as report_files
+    from fusion.bench.runs import burst as bench
 
     if args.sustain:
         return bench_sustain_command(args, settings)
@@ -48,8 +48,8 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench import sustain as bench_sustain
-    from fusion.bench import sustain_report
+    from fusion.bench.runs import sustain as bench_sustain
+    from fusion.bench.runs import sustain_report
 
     if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
         raise ConfigError(
@@ -84,7 +84,7 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def bench_idle_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench import idle as bench_idle
+    from fusion.bench.runs import idle as bench_idle
 
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
@@ -95,7 +95,7 @@ def bench_idle_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def bench_memory_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench import memory
+    from fusion.bench.runs import memory
 
     keys = memory.MemoryOptions.keys if args.keys is None else args.keys
     if keys < 1:
@@ -110,7 +110,7 @@ def bench_memory_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def bench_status_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench import status
+    from fusion.bench.runs import status
 
     sizes = status.StatusOptions.keys if args.keys is None else (args.keys,)
     if min(sizes) < 1:
@@ -123,7 +123,7 @@ def bench_status_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def bench_reconcile_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench import reconcile
+    from fusion.bench.runs import reconcile
 
     keys = 100_000 if args.keys is None else args.keys
     if keys < 1:
@@ -145,7 +145,7 @@ def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
     from datetime import datetime
 
     from fusion.bench import report as report_files
-    from fusion.bench import scale
+    from fusion.bench.runs import scale
 
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)

@@ -120,7 +120,7 @@ def infra_fetch_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def infra_docker_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.infra import docker
+    from fusion.infra.containers import engine as docker
 
     if args.stop:
         root, host = docker.private_host(settings.runtime.home)
@@ -137,7 +137,7 @@ def infra_docker_command(args: argparse.Namespace, settings: Settings) -> int:
 def infra_images_command(args: argparse.Namespace, settings: Settings) -> int:
     from pathlib import Path
 
-    from fusion.infra import docker
+    from fusion.infra.containers import engine as docker
 
     repo = Path.cwd()
     if not (repo / "Dockerfile.offline").is_file():

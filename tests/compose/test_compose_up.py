@@ -35,8 +35,8 @@ import pytest
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import RuntimeSettings
-from fusion.infra import docker
-from fusion.infra.compose import Project
+from fusion.infra.containers import engine as docker
+from fusion.infra.containers.compose import Project
 from fusion.infra.errors import ServiceNotHealthyError
 from fusion.infra.process import free_port
 from tests.integration.pipelines import assert_exact_join

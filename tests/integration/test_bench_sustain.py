@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fusion.bench import sustain as bench_sustain
-from fusion.bench import sustain_report
-from fusion.bench.sustain import SustainOptions
+from fusion.bench.runs import sustain as bench_sustain
+from fusion.bench.runs import sustain_report
+from fusion.bench.runs.sustain import SustainOptions
 from fusion.core.settings import Settings
 
 HOPS = ("index", "count", "enrich")

@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from fusion import pipeline
-from fusion.bench.burst import BenchOptions, bench_config, produce_timed
 from fusion.bench.errors import SustainError
 from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.hops import TopicTimes, hop_summary
 from fusion.bench.meter import SAMPLE_SECONDS, Objective, Seen, Sent, Step, judge, summary
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine
+from fusion.bench.runs.burst import BenchOptions, bench_config, produce_timed
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings

@@ -34,11 +34,11 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError
 
 from fusion import pipeline
-from fusion.bench.burst import BenchOptions, bench_config
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.bench.process import started_on_fresh_topics
 from fusion.bench.proctree import kind_of, sampling, watch_peaks
 from fusion.bench.report import git_commit, machine, write_text_files
+from fusion.bench.runs.burst import BenchOptions, bench_config
 from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import FusionError

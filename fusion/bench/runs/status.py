@@ -21,10 +21,10 @@ from typing import Any
 
 from acks.contract import Ack
 from fusion import pipeline
-from fusion.bench.burst import BenchOptions, bench_config
 from fusion.bench.errors import PipelineProcessError
 from fusion.bench.process import PipelineProcess, timed_command
 from fusion.bench.report import git_commit, machine, write_text_files
+from fusion.bench.runs.burst import BenchOptions, bench_config
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings

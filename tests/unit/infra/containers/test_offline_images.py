@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
-from fusion.infra.compose import _json_rows
-from fusion.infra.docker import DEFAULT_MIRROR, apt_mirror
+from fusion.infra.containers.compose import _json_rows
+from fusion.infra.containers.engine import DEFAULT_MIRROR, apt_mirror
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _offline() -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusion.bench.status import markdown
+from fusion.bench.runs.status import markdown
 
 RUN = {
     "keys_in_state": 100,

@@ -22,12 +22,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fusion.bench.burst import BenchOptions, bench_config
 from fusion.bench.errors import IdleError
 from fusion.bench.generator import produce
 from fusion.bench.process import PipelineProcess, started_on_fresh_topics
 from fusion.bench.proctree import tree_cpu_seconds
 from fusion.bench.report import git_commit, machine, write_text_files
+from fusion.bench.runs.burst import BenchOptions, bench_config
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings

@@ -12,7 +12,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _compose() -> dict[str, Any]:

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fusion.bench.burst import MODES, BenchOptions, run_bench
 from fusion.bench.report import _mode
+from fusion.bench.runs.burst import MODES, BenchOptions, run_bench
 from fusion.core.settings import Settings
 
 # (keys, sources) points of the scaling curve: K grows at N = 4, N grows at K = 14,000.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fusion.bench import idle
+from fusion.bench.runs import idle
 
 
 def test_the_report_names_each_scenario_and_the_deadlines_lateness() -> None:

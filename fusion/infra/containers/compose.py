@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusion.infra.docker import Engine
+from fusion.infra.containers.engine import Engine
 from fusion.infra.errors import ComposeError, ServiceNotHealthyError
 
 LOG_LINES = 15

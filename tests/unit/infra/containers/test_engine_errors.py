@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fusion.infra import docker
+from fusion.infra.containers import engine as docker
 from fusion.infra.errors import BuildStepError, EngineError
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 def test_every_run_of_a_burst_benchmark_floors_the_same_dataset(monkeypatch: Any) -> None:
     """Run 2's floor once got run 1's per-mode dataset, whose topics the floor cannot map."""
-    from fusion.bench import burst
+    from fusion.bench.runs import burst
     from fusion.core.settings import Settings
 
     floored: list[set[str]] = []
@@ -33,7 +33,7 @@ def test_every_run_of_a_burst_benchmark_floors_the_same_dataset(monkeypatch: Any
 
 
 def test_a_warm_burst_first_sends_n_bursts_of_as_many_other_keys(monkeypatch: Any) -> None:
-    from fusion.bench import burst
+    from fusion.bench.runs import burst
     from fusion.core.settings import Settings
 
     waves: list[tuple[Any, Any]] = []
