@@ -28,13 +28,13 @@ acks and acks for sources outside the pipeline are rejected with a reason
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from fusion.core.config import PipelineConfig
 from fusion.core.events import IncompleteEvent, ReadyEvent
+from fusion.counter.key_state import KeyState, Seen
 
 Reason = Literal["timeout", "state_ttl"]
 
@@ -70,71 +70,6 @@ class Now:
 
     iso: str
     ms: int
-
-
-@dataclass(frozen=True)
-class Seen:
-    """The newest ack of one source: its document's version, content digest and ack time."""
-
-    version: int
-    digest: str | None
-    acked_at: str = ""
-
-
-@dataclass(frozen=True)
-class KeyState:
-    seen: Mapping[str, Seen]
-    first_ack_at: str
-    started_ms: int  # processing time of the first ack; deadlines count from here
-    fired_at: str | None = None
-    expired_at: str | None = None
-    deadline_ms: int | None = None  # the key's registered timer, if any
-
-    @property
-    def fired(self) -> bool:
-        return self.fired_at is not None
-
-    @property
-    def versions(self) -> dict[str, int]:
-        return {name: self.seen[name].version for name in sorted(self.seen)}
-
-    def missing(self, rules: Rules) -> list[str]:
-        return sorted(rules.sources - self.seen.keys())
-
-    def to_row(self) -> tuple[str, str, int, str | None, str | None, int | None]:
-        seen = {name: [s.version, s.digest, s.acked_at] for name, s in sorted(self.seen.items())}
-        return (
-            json.dumps(seen, separators=(",", ":")),
-            self.first_ack_at,
-            self.started_ms,
-            self.fired_at,
-            self.expired_at,
-            self.deadline_ms,
-        )
-
-    @classmethod
-    def from_row(cls, row: tuple[str, str, int, str | None, str | None, int | None]) -> KeyState:
-        seen, first, started, fired, expired, deadline = row
-        return cls(
-            {name: Seen(int(v), d, at) for name, (v, d, at) in json.loads(seen).items()},
-            first,
-            int(started),
-            fired,
-            expired,
-            deadline,
-        )
-
-
-# The state's Spark columns, in :meth:`KeyState.to_row` order.
-STATE_COLUMNS = (
-    ("seen", "STRING"),
-    ("first_ack_at", "STRING"),
-    ("started_ms", "BIGINT"),
-    ("fired_at", "STRING"),
-    ("expired_at", "STRING"),
-    ("deadline_ms", "BIGINT"),
-)
-STATE_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in STATE_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -239,6 +174,8 @@ def deadline_of(state: KeyState, rules: Rules) -> int | None:
 
 
 _NEVER = 2**62
+
+
 _DAY_MS = 86_400_000
 
 

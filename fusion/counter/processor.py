@@ -22,16 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from fusion.core.events import iso_from_ms
 from fusion.counter.decisions import (
-    STATE_SCHEMA,
     AckSeen,
     Decision,
-    KeyState,
     Now,
     Rules,
     decide,
     on_deadline,
     retention_ms,
 )
+from fusion.counter.key_state import STATE_SCHEMA, KeyState
 from fusion.counter.state import STATE_VAR
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
-from fusion.counter.decisions import STATE_COLUMNS, KeyState, Rules
+from fusion.counter.decisions import Rules
+from fusion.counter.key_state import STATE_COLUMNS, KeyState
 from fusion.spark.checkpoint import CheckpointFiles, committed_batches
 
 if TYPE_CHECKING:

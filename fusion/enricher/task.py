@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from elasticsearch import Elasticsearch
 from pydantic import ValidationError
@@ -46,6 +46,7 @@ from fusion.elastic.bulk import Confirmed, Target, write_documents
 from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
 from fusion.enricher.document import enriched_json, enriched_version, missing_sources
+from fusion.enricher.groups import GroupSizer
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
@@ -233,37 +234,6 @@ def _enrich_group(
     size = sum(len(value) for _, _, value in records)
     size += sum(letter.original_size or 0 for letter in too_large)
     return _Group(records, dead, size)
-
-
-class GroupSizer:
-    """How many keys a task enriches at once, for their documents to stay near a byte budget.
-
-    A key's documents are not known in size before they are fetched, so the
-    first group of a worker assumes the largest (every source at
-    ``max_record_bytes``); each group then sizes the next by what its own keys
-    weighed. The estimate lives as long as the worker (Spark reuses it for
-    later tasks), so a steady stream pays that first small group once.
-    """
-
-    _ESTIMATES: ClassVar[dict[str, float]] = {}
-
-    def __init__(self, name: str, budget: int, worst: float) -> None:
-        self.name = name
-        self.budget = budget
-        self.worst = worst
-
-    @classmethod
-    def of(cls, config: PipelineConfig) -> GroupSizer:
-        worst = float(len(config.sources) * config.max_record_bytes)
-        return cls(config.enriched_index, config.pipeline.task_chunk_bytes, worst)
-
-    def keys(self) -> int:
-        per_key = self._ESTIMATES.get(self.name, self.worst)
-        return max(1, int(self.budget // max(per_key, 1.0)))
-
-    def observe(self, keys: int, size: int) -> None:
-        if keys and size:
-            self._ESTIMATES[self.name] = min(self.worst, size / keys)
 
 
 def enriched_records(

@@ -17,7 +17,8 @@ from elasticsearch import NotFoundError
 
 from fusion.core.config import PipelineConfig
 from fusion.core.events import iso_from_ms
-from fusion.counter.decisions import KeyState, Rules, deadline_of
+from fusion.counter.decisions import Rules, deadline_of
+from fusion.counter.key_state import KeyState
 from fusion.counter.state import has_state, key_state
 from fusion.elastic import client as es_client
 from fusion.enricher import lookups

@@ -40,7 +40,7 @@ def test_the_peak_of_a_process_is_seen_after_it_let_go_of_its_memory() -> None:
 
 
 def test_native_memory_reads_what_each_category_committed() -> None:
-    from fusion.bench.runs.memory import DIRECT, HEAP, native_memory_mb
+    from fusion.bench.jvm_memory import DIRECT, HEAP, native_memory_mb
 
     summary = """
 Native Memory Tracking:
@@ -58,7 +58,7 @@ Total: reserved=2520MB, committed=1029MB
 
 
 def test_the_memory_report_states_the_limits_fusion_run_derives() -> None:
-    from fusion.bench.runs.memory import jvm_limits_mb, size_mb
+    from fusion.bench.jvm_memory import jvm_limits_mb, size_mb
     from fusion.core.config import PipelineConfig
 
     assert [size_mb(t) for t in ("512m", "1g", "2G", "1048576", "x")] == [512, 1024, 2048, 1, None]

@@ -8,7 +8,6 @@ from fusion.core.events import IncompleteEvent, ReadyEvent, iso_from_ms
 from fusion.counter.decisions import (
     AckSeen,
     Decision,
-    KeyState,
     Now,
     Rules,
     deadline_of,
@@ -17,6 +16,7 @@ from fusion.counter.decisions import (
     retention_ms,
     ttl_step_ms,
 )
+from fusion.counter.key_state import KeyState
 
 SOURCES = frozenset({"billing", "insurance", "medicine", "treatment"})
 

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from fusion.core.events import iso_from_ms
-from fusion.counter.decisions import AckSeen, Decision, KeyState, Now, Rules, decide, on_deadline
+from fusion.counter.decisions import AckSeen, Decision, Now, Rules, decide, on_deadline
+from fusion.counter.key_state import KeyState
 from fusion.counter.query import rules_json
 
 NAMES = ("billing", "insurance", "medicine", "treatment")

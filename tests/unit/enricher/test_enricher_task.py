@@ -9,7 +9,8 @@ import pytest
 from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter, dumps
 from fusion.elastic.bulk import Confirmed
-from fusion.enricher.task import EnrichedDoc, GroupSizer, Wanted, _parse, enriched_records
+from fusion.enricher.groups import GroupSizer
+from fusion.enricher.task import EnrichedDoc, Wanted, _parse, enriched_records
 
 CONFIG = PipelineConfig.model_validate(
     {

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from fusion.core.config import PipelineConfig
-from fusion.counter.decisions import KeyState, Rules, Seen
+from fusion.counter.decisions import Rules
+from fusion.counter.key_state import KeyState, Seen
 from fusion.counter.state import StateSummary
 from fusion.enricher.document import FoundDoc
 from fusion.ops import explain, status

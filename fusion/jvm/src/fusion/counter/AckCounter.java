@@ -3,7 +3,6 @@ package fusion.counter;
 import fusion.counter.Decisions.Ack;
 import fusion.counter.Decisions.Decision;
 import fusion.counter.Decisions.Event;
-import fusion.counter.Decisions.KeyState;
 import fusion.counter.Decisions.Now;
 import fusion.counter.Decisions.Rejected;
 import fusion.counter.Decisions.Rules;

@@ -1,5 +1,6 @@
 package fusion.counter;
 
+import fusion.counter.KeyState.Seen;
 import java.io.Serializable;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -63,50 +64,6 @@ public final class Decisions {
   public record Now(String iso, long ms) {
     public static Now of(long ms) {
       return new Now(ISO.format(Instant.ofEpochMilli(ms)), ms);
-    }
-  }
-
-  /** The newest ack of one source: its document's version, content digest and ack time. */
-  public record Seen(long version, String digest, String ackedAt) {}
-
-  /** A key's state; {@code seen} is sorted by source name. */
-  public record KeyState(
-      TreeMap<String, Seen> seen,
-      String firstAckAt,
-      long startedMs,
-      String firedAt,
-      String expiredAt,
-      Long deadlineMs) {
-    boolean fired() {
-      return firedAt != null;
-    }
-
-    List<String> missing(Rules rules) {
-      List<String> out = new ArrayList<>(new TreeSet<>(rules.sources()));
-      out.removeAll(seen.keySet());
-      return out;
-    }
-
-    TreeMap<String, Long> versions() {
-      TreeMap<String, Long> out = new TreeMap<>();
-      seen.forEach((name, s) -> out.put(name, s.version()));
-      return out;
-    }
-
-    KeyState with(TreeMap<String, Seen> seen, String firstAckAt) {
-      return new KeyState(seen, firstAckAt, startedMs, firedAt, expiredAt, deadlineMs);
-    }
-
-    KeyState firedAt(String iso) {
-      return new KeyState(seen, firstAckAt, startedMs, iso, expiredAt, null);
-    }
-
-    KeyState expiredAt(String iso) {
-      return new KeyState(seen, firstAckAt, startedMs, firedAt, iso, deadlineMs);
-    }
-
-    KeyState deadline(Long ms) {
-      return new KeyState(seen, firstAckAt, startedMs, firedAt, expiredAt, ms);
     }
   }
 

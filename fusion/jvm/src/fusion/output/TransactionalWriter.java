@@ -196,8 +196,8 @@ public final class TransactionalWriter
   public static String committedQuery(String specJson, String task) {
     Spec spec = Spec.parse(specJson);
     String id = spec.transactionalPrefix + "@" + task;
-    Writer.Marker marker =
-        Writer.committedMarker(spec.kafka, spec.markersTopic, id, spec.budgetMs);
+    Marker marker =
+        Marker.committed(spec.kafka, spec.markersTopic, id, spec.budgetMs);
     return marker == null ? null : marker.query();
   }
 

@@ -1,21 +1,10 @@
 package fusion.output;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.IOException;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -29,7 +18,6 @@ import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.InvalidTopicException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -37,13 +25,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * {@link TransactionalWriter} for the protocol).
  */
 final class Writer {
-  private static final ObjectMapper MAPPER = new ObjectMapper();
-
   /** What {@link #publish} did: the marker's counts, and whether it wrote the batch now. */
   record Published(Map<String, Long> counts, boolean written) {}
-
-  /** The last batch this id committed. */
-  record Marker(String query, long batch, Map<String, Long> counts) {}
 
   /** Another process took this transactional id over; the batch is not ours to publish. */
   static final class FencedError extends RuntimeException {
@@ -166,7 +149,7 @@ final class Writer {
     Map<TopicPartition, OffsetAndMetadata> position =
         Map.of(
             new TopicPartition(markersTopic, 0),
-            new OffsetAndMetadata(next.batch() + 1, metadata(next)));
+            new OffsetAndMetadata(next.batch() + 1, Marker.metadata(next)));
     producer.sendOffsetsToTransaction(position, new ConsumerGroupMetadata(id));
     spec.faults.point(spec.crashPrefix + ".before_commit");
     producer.commitTransaction();
@@ -186,7 +169,7 @@ final class Writer {
     KafkaProducer<byte[], byte[]> created = new KafkaProducer<>(props);
     try {
       created.initTransactions();
-      marker = readMarker(kafka, markersTopic, id, budgetMs);
+      marker = Marker.read(kafka, markersTopic, id, budgetMs);
     } catch (RuntimeException e) {
       created.close(Duration.ZERO);
       throw e;
@@ -195,82 +178,6 @@ final class Writer {
     if (crashed != null) {
       crashed.close(Duration.ZERO); // fenced by the init above: its transaction is aborted
       crashed = null;
-    }
-  }
-
-  /**
-   * The committed marker of {@code id}, read after init: no transaction of ours is pending, and
-   * the stable read waits out one whose commit is still being written.
-   */
-  static Marker readMarker(
-      Map<String, String> kafka, String markersTopic, String id, long budgetMs) {
-    Properties props = new Properties();
-    props.putAll(kafka);
-    props.put("group.id", id);
-    props.put("isolation.level", "read_committed");
-    props.put("enable.auto.commit", "false");
-    props.put("key.deserializer", ByteArrayDeserializer.class.getName());
-    props.put("value.deserializer", ByteArrayDeserializer.class.getName());
-    TopicPartition partition = new TopicPartition(markersTopic, 0);
-    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
-      OffsetAndMetadata found =
-          consumer.committed(Set.of(partition), Duration.ofMillis(budgetMs)).get(partition);
-      return found == null ? null : parse(found.metadata());
-    }
-  }
-
-  /**
-   * The marker of {@code id}'s last committed transaction, for a driver that plans which tasks
-   * still have work, without waiting on a transaction still open. A consumer's {@code committed()}
-   * always asks for stable offsets: it waits, up to the whole retry budget, for the open
-   * transaction of a task that died to time out. The admin client reads what is committed now;
-   * a task found not done is redone, and its writer (which reads stable, after its init fenced the
-   * dead one) still publishes it once.
-   */
-  static Marker committedMarker(
-      Map<String, String> kafka, String markersTopic, String id, long budgetMs) {
-    Properties props = new Properties();
-    props.putAll(kafka);
-    TopicPartition partition = new TopicPartition(markersTopic, 0);
-    try (Admin admin = Admin.create(props)) {
-      OffsetAndMetadata found =
-          admin
-              .listConsumerGroupOffsets(id, new ListConsumerGroupOffsetsOptions().requireStable(false))
-              .partitionsToOffsetAndMetadata()
-              .get(budgetMs, TimeUnit.MILLISECONDS)
-              .get(partition);
-      return found == null ? null : parse(found.metadata());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted reading the marker of " + id, e);
-    } catch (ExecutionException | TimeoutException e) {
-      throw new IllegalStateException(
-          "Kafka gave no marker of " + id + " (" + e.getMessage() + ")", e);
-    }
-  }
-
-  static String metadata(Marker marker) {
-    ObjectNode node = MAPPER.createObjectNode();
-    node.put("q", marker.query()).put("b", marker.batch());
-    ObjectNode counts = node.putObject("c");
-    marker.counts().forEach(counts::put);
-    return node.toString();
-  }
-
-  static Marker parse(String metadata) {
-    try {
-      JsonNode node = MAPPER.readTree(metadata == null ? "" : metadata);
-      if (node == null || !node.has("q") || !node.has("b")) {
-        return null;
-      }
-      Map<String, Long> counts = new TreeMap<>();
-      JsonNode c = node.get("c");
-      if (c != null) {
-        c.properties().forEach(e -> counts.put(e.getKey(), e.getValue().asLong()));
-      }
-      return new Marker(node.get("q").asText(), node.get("b").asLong(), counts);
-    } catch (IOException e) {
-      return null;
     }
   }
 

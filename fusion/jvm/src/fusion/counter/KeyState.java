@@ -1,0 +1,54 @@
+package fusion.counter;
+
+import fusion.counter.Decisions.Rules;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * A key's state in the counter ({@code fusion/counter/decisions.py}'s {@code KeyState}): the
+ * newest ack of each source seen, sorted by source name, and when it started, fired or expired.
+ */
+public record KeyState(
+    TreeMap<String, Seen> seen,
+    String firstAckAt,
+    long startedMs,
+    String firedAt,
+    String expiredAt,
+    Long deadlineMs) {
+  boolean fired() {
+    return firedAt != null;
+  }
+
+  List<String> missing(Rules rules) {
+    List<String> out = new ArrayList<>(new TreeSet<>(rules.sources()));
+    out.removeAll(seen.keySet());
+    return out;
+  }
+
+  TreeMap<String, Long> versions() {
+    TreeMap<String, Long> out = new TreeMap<>();
+    seen.forEach((name, s) -> out.put(name, s.version()));
+    return out;
+  }
+
+  KeyState with(TreeMap<String, Seen> seen, String firstAckAt) {
+    return new KeyState(seen, firstAckAt, startedMs, firedAt, expiredAt, deadlineMs);
+  }
+
+  KeyState firedAt(String iso) {
+    return new KeyState(seen, firstAckAt, startedMs, iso, expiredAt, null);
+  }
+
+  KeyState expiredAt(String iso) {
+    return new KeyState(seen, firstAckAt, startedMs, firedAt, iso, deadlineMs);
+  }
+
+  KeyState deadline(Long ms) {
+    return new KeyState(seen, firstAckAt, startedMs, firedAt, expiredAt, ms);
+  }
+
+  /** The newest ack of one source: its document's version, content digest and ack time. */
+  public record Seen(long version, String digest, String ackedAt) {}
+}
