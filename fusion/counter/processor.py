@@ -39,13 +39,13 @@ if TYPE_CHECKING:
 from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from fusion.counter.rows import COUNTS_KEY, INPUT_COLUMNS, OUTPUT_SCHEMA
+from fusion.counter.rows import COUNTS_KEY, INPUT_COLUMNS, OUTPUT_COLUMNS, OUTPUT_SCHEMA
 
 
-def out_row(kind: str, key: str, event: str | None = None, **where: Any) -> Row:
-    """One output row; ``where`` may give reason, raw, topic, partition, offset."""
-    fields = ("reason", "raw", "topic", "partition", "offset")
-    return Row(kind=kind, key=key, event=event, **{f: where.get(f) for f in fields})
+def out_row(kind: str, key: str | None, event: str | None = None, **columns: Any) -> Row:
+    """One output row; ``columns`` may give any other of :data:`OUTPUT_COLUMNS`."""
+    fields = {name: columns.get(name) for name in OUTPUT_COLUMNS}
+    return Row(**fields | {"kind": kind, "key": key, "event": event})
 
 
 def decision_rows(key: str, before: KeyState | None, decision: Decision) -> list[Row]:
@@ -111,7 +111,13 @@ class AckCounter(StatefulProcessor):
         k = key[0]
         if k == COUNTS_KEY:  # the indexer's counts in a single query: no state of theirs
             for r in rows:
-                yield out_row("count", r.source, None, reason=r.raw, offset=r.version)
+                yield out_row(
+                    "count",
+                    None,
+                    count_name=r.count_name,
+                    count_value=r.count_value,
+                    executor=r.executor,
+                )
             return
         before = self._load()
         decision = decide(k, before, acks_of(rows), self.rules, now_of(timerValues))

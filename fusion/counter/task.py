@@ -85,13 +85,12 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
     # Counts the counter passes on, not its own: the clock's deadline buckets, and in a
     # single query the indexer's counts.
     passed_on: Counter[str] = Counter()
-    for kind, key, event, reason, raw, topic, partition, offset in zip(
-        *(column(rows, name) for name in OUTPUT_COLUMNS), strict=True
-    ):
+    columns = zip(*(column(rows, name) for name in OUTPUT_COLUMNS), strict=True)
+    for kind, key, event, reason, raw, topic, partition, offset, name, value, by in columns:
         kinds[kind] += 1
-        if kind == "count":  # passed through: name as key, executor as reason, value as offset
-            passed_on[key] += offset
-            passed_on[attributed(key, reason)] += offset
+        if kind == "count":  # passed through: the indexer's count, and who counted it
+            passed_on[name] += value
+            passed_on[attributed(name, by)] += value
         elif kind in ("timer", "untimer"):
             bucket = f"{clock.PREFIX}{clock.bucket_of(int(event), resolution)}"
             passed_on[bucket] += 1 if kind == "timer" else -1

@@ -98,7 +98,7 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
     while (rows.hasNext()) {
       Row r = rows.next();
       out.add(
-          RowFactory.create("count", r.getString(1), null, r.getString(5), null, null, null, r.getLong(3)));
+          CounterRows.countOut(r.getString(10), r.getLong(11), r.getString(12)));
     }
     return CollectionConverters.asScala(out.iterator());
   }
@@ -144,31 +144,28 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
     List<Row> out = new ArrayList<>();
     if (decision.registerTimer() != null) {
       out.add(
-          RowFactory.create(
-              "timer", key, String.valueOf(decision.registerTimer()), null, null, null, null, null));
+          CounterRows.event("timer", key, String.valueOf(decision.registerTimer())));
     }
     if (decision.deleteTimer() != null) {
       // The clock then needs no batch for it: a key that fires early costs no empty batch.
       out.add(
-          RowFactory.create(
-              "untimer", key, String.valueOf(decision.deleteTimer()), null, null, null, null, null));
+          CounterRows.event("untimer", key, String.valueOf(decision.deleteTimer())));
     }
     if (decision.newKey()) {
-      out.add(RowFactory.create("new", key, null, null, null, null, null, null));
+      out.add(CounterRows.event("new", key, null));
     }
     if (before != null && before.expiredAt() != null && before.firedAt() == null
         && after != null && after.firedAt() != null) {
       // Reported incomplete, then fired by a late source: counted once as pending, not twice.
-      out.add(RowFactory.create("late", key, null, null, null, null, null, null));
+      out.add(CounterRows.event("late", key, null));
     }
     for (Event event : decision.events()) {
-      out.add(RowFactory.create(event.kind(), key, Json.event(event), null, null, null, null, null));
+      out.add(CounterRows.event(event.kind(), key, Json.event(event)));
     }
     for (Rejected r : decision.rejected()) {
       Ack ack = r.ack();
       out.add(
-          RowFactory.create(
-              "dead", key, null, r.reason(), ack.raw(), ack.topic(), ack.partition(), ack.offset()));
+          CounterRows.dead(key, r.reason(), ack.raw(), ack.topic(), ack.partition(), ack.offset()));
     }
     return CollectionConverters.asScala(out.iterator());
   }

@@ -19,7 +19,6 @@ import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.catalyst.json.JSONOptions;
 
 /**
@@ -85,7 +84,7 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
     if (key == null) { // A malformed ack still needs a group: its Kafka key (or "") gets it one.
       key = kafkaKey == null ? "" : new String(kafkaKey, StandardCharsets.UTF_8);
     }
-    return RowFactory.create(
+    return CounterRows.ack(
         key,
         ack[1],
         ack[2],
@@ -94,8 +93,7 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
         value == null ? null : new String(value, StandardCharsets.UTF_8),
         record.get(2),
         record.get(3),
-        record.get(4),
-        "ack");
+        record.get(4));
   }
 
   /** The values of {@link #FIELDS} in {@code value}, as {@code from_json} reads them. */

@@ -10,7 +10,6 @@ import java.util.TreeMap;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -68,7 +67,7 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
             row.getString(1), key == null ? null : key.getBytes(StandardCharsets.UTF_8), value);
         if (!row.isNullAt(6)) {
           acks.add(
-              RowFactory.create(
+              CounterRows.ack(
                   row.getString(6),
                   row.getString(7),
                   row.getString(8),
@@ -77,8 +76,7 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
                   value == null ? null : new String(value, StandardCharsets.UTF_8),
                   row.getString(11),
                   row.getInt(12),
-                  row.getLong(13),
-                  "ack"));
+                  row.getLong(13)));
         }
       } else if (!row.isNullAt(4)) {
         counts.merge(row.getString(4), row.isNullAt(5) ? 0L : row.getLong(5), Long::sum);
@@ -97,9 +95,8 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
     return out.iterator();
   }
 
-  /** A count, for the counter to pass through: its name as source, its value as version. */
+  /** A count, for the counter to pass through. */
   private static Row count(String name, long value, String executor) {
-    return RowFactory.create(
-        CounterRows.COUNTS_KEY, name, null, value, null, executor, null, null, null, "count");
+    return CounterRows.countIn(name, value, executor);
   }
 }
