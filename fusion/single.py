@@ -39,8 +39,8 @@ from fusion.counter.query import CounterBatch, rules_json, start_with_clock
 from fusion.observe.metrics import Metrics
 from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, writer_spec
-from fusion.spark.queries import KAFKA_COLUMNS, read_with_clock
-from fusion.spark.tasks import Job, partition_function
+from fusion.spark.queries import read_with_clock
+from fusion.spark.tasks import KAFKA_COLUMNS, Job, partition_function
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
 from indexers.task import IndexPartition
 

@@ -32,9 +32,9 @@ from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.pipeline import Selection
-from fusion.spark.queries import KAFKA_COLUMNS, read_kafka, start_foreach_batch
+from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
-from fusion.spark.tasks import Job, TaskOutput, Work, column
+from fusion.spark.tasks import KAFKA_COLUMNS, Job, TaskOutput, Work, column
 from indexers.records import RawRecord, SourceRecord, parse
 
 if TYPE_CHECKING:

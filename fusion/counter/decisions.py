@@ -154,7 +154,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
     state = replace(state, deadline_ms=None)
     if _complete(state, rules, now):
         return _fire(key, state, rules, now)
-    missing = state.missing(rules)
+    missing = state.missing(rules.sources)
     overdue = [s for s in missing if s in rules.required and _due(state, rules, s) <= now.ms]
     if overdue:
         timed_out = any(rules.timeouts_ms.get(s) is not None for s in overdue)
@@ -168,7 +168,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
 
 def deadline_of(state: KeyState, rules: Rules) -> int | None:
     """When (epoch ms) the key is reported incomplete if still missing a required source."""
-    due = [_due(state, rules, s) for s in state.missing(rules) if s in rules.required]
+    due = [_due(state, rules, s) for s in state.missing(rules.sources) if s in rules.required]
     finite = [d for d in due if d < _NEVER]
     return min(finite) if finite else None
 
@@ -208,7 +208,7 @@ def _due(state: KeyState, rules: Rules, source: str) -> int:
 
 def _complete(state: KeyState, rules: Rules, now: Now) -> bool:
     """Every required source is there and no optional one is still worth waiting for."""
-    missing = state.missing(rules)
+    missing = state.missing(rules.sources)
     if any(s in rules.required for s in missing):
         return False
     # An optional source is waited for until its own timeout (not at all without one).
@@ -230,7 +230,9 @@ def _fire(key: str, state: KeyState, rules: Rules, now: Now) -> Decision:
 
 def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
     """Register a timer at the earliest deadline still ahead, if there is one."""
-    ahead = [d for s in state.missing(rules) if now.ms < (d := _due(state, rules, s)) < _NEVER]
+    ahead = [
+        d for s in state.missing(rules.sources) if now.ms < (d := _due(state, rules, s)) < _NEVER
+    ]
     if not ahead:
         return Decision(state)
     at = min(ahead)

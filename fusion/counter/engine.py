@@ -26,7 +26,7 @@ def engine_here(config: PipelineConfig) -> tuple[PipelineConfig, str | None]:
     or no JDK compiler is found: then the Python engine, which needs no
     compiler of its own, and a line that says so (not an error).
     """
-    from fusion import jvm
+    from fusion.infra import jvm_code as jvm
 
     if "counter_engine" in config.pipeline.model_fields_set or jvm.find_javac() is not None:
         return config, None

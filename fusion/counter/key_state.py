@@ -7,12 +7,8 @@ change it are :mod:`fusion.counter.decisions`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from fusion.counter.decisions import Rules
 
 
 @dataclass(frozen=True)
@@ -41,8 +37,9 @@ class KeyState:
     def versions(self) -> dict[str, int]:
         return {name: self.seen[name].version for name in sorted(self.seen)}
 
-    def missing(self, rules: Rules) -> list[str]:
-        return sorted(rules.sources - self.seen.keys())
+    def missing(self, sources: Iterable[str]) -> list[str]:
+        """Of ``sources``, those without an ack yet, sorted."""
+        return sorted(set(sources) - self.seen.keys())
 
     def to_row(self) -> tuple[str, str, int, str | None, str | None, int | None]:
         seen = {name: [s.version, s.digest, s.acked_at] for name, s in sorted(self.seen.items())}

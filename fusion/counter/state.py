@@ -69,7 +69,7 @@ class StateSummary:
         """The summary of ``states``, as :func:`summary` counts it on the executors."""
         listed = list(states)
         pending = [s for s in listed if not s.fired and s.expired_at is None]
-        by_missing = Counter(name for s in pending for name in s.missing(rules))
+        by_missing = Counter(name for s in pending for name in s.missing(rules.sources))
         return cls(len(listed), len(pending), dict(sorted(by_missing.items())))
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from fusion import jvm
+from fusion.infra import jvm_code as jvm
 from fusion.infra.errors import DownloadError, ToolMissingError
 
 KAFKA_VERSION = "4.4.0"
@@ -100,7 +100,7 @@ SPARK_KAFKA_CONNECTOR = (
 )
 
 
-# The Eclipse compiler, for a Java runtime without javac (fusion.jvm); it runs on Java 17.
+# The Eclipse compiler, for a Java runtime without javac (jvm_code.py); it runs on Java 17.
 ECJ = Coordinate("org.eclipse.jdt", "ecj", "3.46.100")
 
 

@@ -91,7 +91,7 @@ def _counter(rules: Rules, ev: Evidence) -> dict[str, Any] | None:
         "first_ack_at": state.first_ack_at,
         "fired_at": state.fired_at,
         "expired_at": state.expired_at,
-        "missing": state.missing(rules),
+        "missing": state.missing(rules.sources),
         "deadline_at": _iso(deadline),
         "state_expires_at": _iso(ev.state_expires_ms),
     }
@@ -132,12 +132,12 @@ def _verdict(
             return "fired", f"fired at {state.fired_at}; the enricher has not written it yet"
         if state.expired_at:
             return "incomplete", (
-                f"deadline passed at {state.expired_at} without {state.missing(rules)}; "
+                f"deadline passed at {state.expired_at} without {state.missing(rules.sources)}; "
                 "it still fires if they arrive"
             )
         deadline = _iso(deadline_of(state, rules))
         when = f"until {deadline}" if deadline else "with no deadline"
-        return "waiting", f"waiting for {state.missing(rules)} {when}"
+        return "waiting", f"waiting for {state.missing(rules.sources)} {when}"
     if not docs:
         return "unknown", "no source document in Elasticsearch and no ack seen by the counter"
     if not missing_in_es:

@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from fusion.spark.stage import BatchStage
 
 
-KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
-
-
 def read_kafka(
     spark: SparkSession, config: PipelineConfig, *topics: str, starting: str | None = None
 ) -> DataFrame:

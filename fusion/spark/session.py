@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fusion import jvm
 from fusion.core.config import PipelineConfig
 from fusion.core.faults import ENV_NAMES
 from fusion.core.settings import Settings
+from fusion.infra import jvm_code as jvm
 from fusion.infra.artifacts import ArtifactCache
 from fusion.spark import daemon, memory_limits
 from fusion.spark import logs as spark_logs

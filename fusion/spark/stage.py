@@ -44,7 +44,6 @@ from fusion.spark.checkpoint import (
 )
 from fusion.spark.errors import StageError
 from fusion.spark.jvm_writer import fault_settings, task_counts, writer_spec
-from fusion.spark.queries import KAFKA_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -82,7 +81,7 @@ class BatchStage:
         raise NotImplementedError
 
     def columns(self, batch: DataFrame) -> DataFrame:
-        return batch.select(*KAFKA_COLUMNS)
+        return batch.select(*tasks.KAFKA_COLUMNS)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         files = CheckpointFiles(batch.sparkSession, self.config.checkpoint(self.name))

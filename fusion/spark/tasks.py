@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from fusion.kafka.exactly_once import OutRecord
 
 # What a task returns: output records (topic set) and counts (name set), each naming the task.
+# What a task reads of Spark's Kafka source: a record and where it was read.
+KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
+
 OUTPUT_COLUMNS = (
     ("task", "string"),
     ("topic", "string"),

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-from fusion import jvm
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.counter.engine import ENGINE_FILE, NO_JAVAC
+from fusion.infra import jvm_code as jvm
 from fusion.infra.artifacts import ECJ, ArtifactCache
 from tests.integration.pipelines import assert_exact_join, drop, write_config_file
 
@@ -50,7 +50,7 @@ def test_a_java_runtime_without_javac_runs_the_pipeline(settings: Settings, tmp_
     (home / "artifacts" / shared.name).symlink_to(shared)
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env |= {"PATH": path_without_javac(tmp_path / "bin"), "FUSION_HOME": str(home)}
-    probe = "from fusion import jvm; print(jvm.find_javac())"
+    probe = "from fusion.infra import jvm_code as jvm; print(jvm.find_javac())"
     found = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     )

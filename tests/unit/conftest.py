@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from fusion import jvm
 from fusion.core.settings import Settings
+from fusion.infra import jvm_code as jvm
 from fusion.infra.artifacts import ArtifactCache
 
 

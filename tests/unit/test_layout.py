@@ -74,12 +74,8 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 LAYERS = [
     {"fusion.core", "acks"},  # settings, errors, events, fault injection; the ack contract
     {"fusion.observe"},  # metrics, their names and the one reading of them (figures)
-    {
-        "fusion.infra",
-        "fusion.jvm",
-        "fusion.kafka",
-        "fusion.elastic",
-    },  # local servers, JVM code; Kafka; ES
+    # local servers, artifacts and the build of Fusion's JVM code; Kafka; Elasticsearch
+    {"fusion.infra", "fusion.kafka", "fusion.elastic"},
     {"fusion.spark"},  # the session, the stage base class, tasks, checkpoints, query watch
     {"indexers", "fusion.counter", "fusion.enricher"},  # the stages
     {

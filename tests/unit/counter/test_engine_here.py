@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fusion import jvm
 from fusion.core.config import PipelineConfig
 from fusion.counter.engine import NO_JAVAC, engine_here
+from fusion.infra import jvm_code as jvm
 
 EXAMPLE = Path(__file__).parents[3] / "fusion" / "examples" / "healthcare.toml"
 

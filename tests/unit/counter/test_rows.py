@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from fusion import jvm
 from fusion.counter import rows
+from fusion.infra import jvm_code as jvm
 
 JAVA = jvm.SOURCES / "fusion" / "contract" / "CounterRows.java"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fusion import jvm
+from fusion.infra import jvm_code as jvm
 
 HARNESS = Path(__file__).parent / "java" / "FaultsRace.java"
 FAULTS = jvm.SOURCES / "fusion" / "output" / "Faults.java"

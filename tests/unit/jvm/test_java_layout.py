@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fusion import jvm
+from fusion.infra import jvm_code as jvm
 from tests.unit.test_layout import _cycle
 
 # Lowest first: a package imports its own layer or lower.

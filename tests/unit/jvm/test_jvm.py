@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fusion import jvm
+from fusion.infra import jvm_code as jvm
 from fusion.infra.errors import CompileError
 
 

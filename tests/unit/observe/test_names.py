@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from fusion import jvm
+from fusion.infra import jvm_code as jvm
 from fusion.observe import names
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -174,7 +174,7 @@ public final class Decisions {
     if (complete(state, rules, now)) {
       return fire(key, state, now);
     }
-    List<String> missing = state.missing(rules);
+    List<String> missing = state.missing(rules.sources());
     boolean overdue = false;
     boolean timedOut = false;
     for (String source : missing) {
@@ -202,7 +202,7 @@ public final class Decisions {
 
   /** Every required source is there and no optional one is still worth waiting for. */
   static boolean complete(KeyState state, Rules rules, Now now) {
-    for (String source : state.missing(rules)) {
+    for (String source : state.missing(rules.sources())) {
       if (rules.required().contains(source)) {
         return false;
       }
@@ -234,7 +234,7 @@ public final class Decisions {
   /** Register a timer at the earliest deadline still ahead, if there is one. */
   private static Decision await(KeyState state, Rules rules, Now now) {
     long at = NEVER;
-    for (String source : state.missing(rules)) {
+    for (String source : state.missing(rules.sources())) {
       long due = rules.due(state, source);
       if (now.ms() < due && due < NEVER) {
         at = Math.min(at, due);

@@ -1,8 +1,8 @@
 package fusion.counter;
 
-import fusion.counter.Decisions.Rules;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 
@@ -21,8 +21,9 @@ public record KeyState(
     return firedAt != null;
   }
 
-  List<String> missing(Rules rules) {
-    List<String> out = new ArrayList<>(new TreeSet<>(rules.sources()));
+  /** Of {@code sources}, those without an ack yet, sorted. */
+  List<String> missing(Set<String> sources) {
+    List<String> out = new ArrayList<>(new TreeSet<>(sources));
     out.removeAll(seen.keySet());
     return out;
   }

@@ -28,7 +28,7 @@ from pathlib import Path
 from fusion.infra.errors import CompileError
 from fusion.infra.java import java_home
 
-SOURCES = Path(__file__).parent / "src"
+SOURCES = Path(__file__).parents[1] / "jvm" / "src"  # fusion/jvm/src: the Java itself
 
 
 def jar_path(home: Path) -> Path:
