@@ -10,6 +10,8 @@ their content, and kept under ``<home>/pyfiles``: the same code is zipped once.
 from __future__ import annotations
 
 import hashlib
+import os
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -26,7 +28,12 @@ def package_zip(home: Path) -> Path:
     target = home / "pyfiles" / f"fusion-{digest.hexdigest()[:16]}.zip"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
+        # A temporary name of this process's own: two processes starting together (two
+        # `fusion run`s, or parallel test sessions) each write whole zips, and the last
+        # rename wins with one as good as the other.
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-")
+        os.close(fd)
+        tmp = Path(name)
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
             for root, path in files:
                 archive.write(path, str(path.relative_to(root)))
