@@ -108,6 +108,10 @@ def test_the_parser_reads_every_ack_as_from_json(spark: Any) -> None:
         "partition",
         "offset",
         F.lit("ack").alias("kind"),
+        # An ack carries no count: the count columns are a count row's alone.
+        F.lit(None).cast("string").alias("count_name"),
+        F.lit(None).cast("bigint").alias("count_value"),
+        F.lit(None).cast("string").alias("executor"),
     )
     parser = spark._jvm.fusion.counter.AckParser
     actual = DataFrame(parser.parse(kafka._jdf), spark)

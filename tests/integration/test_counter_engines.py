@@ -32,6 +32,7 @@ from fusion.core.settings import Settings
 from fusion.counter import processor
 from fusion.counter.decisions import Rules
 from fusion.counter.query import rules_json
+from fusion.counter.rows import INPUT_SCHEMA
 from tests.integration.pipelines import (
     RunningPipeline,
     drop,
@@ -48,10 +49,6 @@ RULES = [
     ),
     Rules(frozenset(SOURCES), frozenset(SOURCES), dict.fromkeys(SOURCES), "ignore", None),
 ]
-INPUT_SCHEMA = (
-    "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
-    "topic STRING, partition INT, offset BIGINT, kind STRING"
-)
 STEPS = 14
 # Acks that make the rarer decisions happen whatever the batches' timing, by step: a U key
 # has b and c, then a (required, no timeout: due at state_ttl) in the next step, which comes
