@@ -31,7 +31,7 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
-from indexers.records import RawRecord, SourceRecord, content_digest, latest_per_key, parse
+from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -125,5 +125,5 @@ def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack
             partition=partition,
             offset=offset,
             acked_at=acked_at,
-            digest=content_digest(item.record.doc),
+            digest=item.record.digest,
         )

@@ -28,7 +28,8 @@ def test_elasticsearch_gets_the_records_own_utf8_bytes_and_other_encodings_re_en
     utf16 = parse(raw(value.decode().encode("utf-16")), "billing", "txn_id", 1000)
 
     assert isinstance(utf8, SourceRecord) and utf8.source is value
-    assert isinstance(utf16, SourceRecord) and utf16.source == {"txn_id": "T-1", "amount": 3.5}
+    assert isinstance(utf16, SourceRecord)
+    assert utf16.source == b'{"txn_id":"T-1","amount":3.5}'  # the parsed document, in UTF-8
 
 
 def test_integer_keys_become_strings() -> None:
@@ -41,7 +42,8 @@ def test_integer_keys_become_strings() -> None:
     ("value", "reason"),
     [
         (b"{oops", "invalid JSON"),
-        (b"\xff\xfe", "invalid JSON"),
+        (b"\xc3\x28\xff", "invalid JSON"),  # not UTF-8 (nor UTF-16 or UTF-32)
+        (b"\xff\xfe", "invalid JSON"),  # a UTF-16 byte-order mark, then no document
         (b"[1, 2]", "not a JSON object (got list)"),
         (b'"text"', "not a JSON object (got str)"),
         (b'{"amount": 1}', "missing key field 'txn_id'"),
@@ -65,12 +67,12 @@ def test_bad_records_become_dead_letters_with_reason(value: bytes | None, reason
 
 def test_dead_letter_keeps_original_bytes() -> None:
     text = parse(raw(b"{oops"), "billing", "txn_id", 1000)
-    binary = parse(raw(b"\xff\xfe"), "billing", "txn_id", 1000)
+    binary = parse(raw(b"\xc3\x28\xff"), "billing", "txn_id", 1000)  # not UTF-8
 
     assert isinstance(text, DeadLetter) and isinstance(binary, DeadLetter)
     assert (text.original, text.original_encoding) == ("{oops", "utf-8")
     assert binary.original_encoding == "base64"
-    assert base64.b64decode(binary.original or "") == b"\xff\xfe"
+    assert base64.b64decode(binary.original or "") == b"\xc3\x28\xff"
     assert json.loads(text.to_bytes())["reason"].startswith("invalid JSON")
 
 

@@ -1,0 +1,135 @@
+"""Any bytes on a source topic end as a record or a dead letter: nothing on the way raises.
+
+Property-based (hypothesis): arbitrary bytes, and arbitrary JSON documents in
+every encoding JSON may come in, with the values that parse yet used to raise
+later among the strategies (unpaired surrogates, integers Python will not
+convert, nesting deeper than the parser goes, numbers JSON cannot spell, control
+characters and byte-order marks). Each goes through the indexer's whole record
+path: parse, the digest, the bulk action, the ack and the dead letter.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from acks.kafka import ack_records
+from fusion.core.events import DeadLetter, dead_letter_records
+from fusion.elastic.bulk import Confirmed, bulk_actions
+from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
+from indexers.task import _acks
+
+KEY_FIELD = "id"
+MAX_BYTES = 64 * 1024
+
+ODD_TEXT = st.sampled_from(
+    ["\ud800", "a\udfffb", "\x00", "\x7f", "\ufeff", "é", "𝄞", "\u2028", "", " " * 600]
+)
+TEXT = st.one_of(st.text(max_size=20), ODD_TEXT, st.text(st.characters(codec=None), max_size=5))
+NUMBER = st.one_of(
+    st.integers(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+SCALAR = st.one_of(st.none(), st.booleans(), NUMBER, TEXT)
+JSON_VALUE = st.recursive(
+    SCALAR,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
+    max_leaves=12,
+)
+KEY = st.one_of(TEXT, NUMBER, st.none(), st.booleans(), JSON_VALUE)
+DOCUMENT = st.one_of(
+    st.builds(lambda key, rest: {**rest, KEY_FIELD: key}, KEY, st.dictionaries(TEXT, JSON_VALUE)),
+    JSON_VALUE,
+)
+ENCODING = st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32"])
+# Raw texts json.dumps cannot make: numbers past Python's limits, nesting past the parser's.
+CRAFTED = st.sampled_from(
+    [
+        b'{"id": 1' + b"0" * 5000 + b"}",
+        b'{"id": "k", "n": 1' + b"0" * 5000 + b"}",
+        b'{"id": "k", "deep": ' + b"[" * 20_000 + b"]" * 20_000 + b"}",
+        b'{"id": "k", "deep": ' + b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"}",
+        b'{"id": "k", "x": 1e999, "y": -1e999, "z": NaN}',
+        b'{"id": 1e999}',
+        b'{"id": "\\ud800"}',
+        b'{"id": "k", "s": "\\udc00\\ud800"}',
+        b'{"id": "k", "id": "k2"}',
+        b"\xef\xbb\xbf" + b'{"id": "k"}',
+        b"\xff\xfe" + '{"id": "k"}'.encode("utf-16-le"),
+        b'{"id": "\xed\xa0\x80"}',  # a surrogate encoded as UTF-8 bytes (not valid UTF-8)
+    ]
+)
+
+
+def _encoded(document: Any, encoding: str, ascii_only: bool) -> bytes:
+    text = json.dumps(document, ensure_ascii=ascii_only)
+    return text.encode(encoding, errors="surrogatepass")
+
+
+RAW_VALUE = st.one_of(
+    st.binary(max_size=200),
+    st.builds(_encoded, DOCUMENT, ENCODING, st.booleans()),
+    CRAFTED,
+    st.none(),
+)
+
+
+def _whole_path(value: bytes | None) -> SourceRecord | DeadLetter:
+    """One record through every step of the indexer that could raise on its content."""
+    raw = RawRecord(value, "billing", 0, 41)
+    parsed = parse(raw, "billing", KEY_FIELD, MAX_BYTES)
+    if isinstance(parsed, DeadLetter):
+        records = dead_letter_records("fusion.dlq", [parsed], limit=4096)
+        assert len(records) == 1 and json.loads(records[0][2])["offset"] == 41
+        return parsed
+    assert isinstance(parsed, SourceRecord)
+    (action,) = bulk_actions("billing-index", latest_per_key([parsed]))
+    assert isinstance(action["_source"], bytes) and action["_id"] == parsed.key
+    confirmed = Confirmed(parsed, "billing-index", 3, 1, parsed.version)
+    (ack,) = ack_records("fusion.acks", _acks("billing", [confirmed]))
+    assert json.loads(ack[2])["key"] == parsed.key
+    return parsed
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(RAW_VALUE)
+@example(b'{"id": "\\ud800"}')
+@example(b'{"id": "k", "n": 1' + b"0" * 5000 + b"}")
+@example(b'{"id": "k", "deep": ' + b"[" * 20_000 + b"]" * 20_000 + b"}")
+def test_any_bytes_become_a_record_or_a_dead_letter(value: bytes | None) -> None:
+    _whole_path(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b'{"id": "\\ud800"}', "key field 'id' is not valid Unicode"),
+        (b'{"id": "k", "s": "a\\udfffb"}', "not valid Unicode text"),
+        (b'{"id": "k", "n": 1' + b"0" * 5000 + b"}", "invalid JSON: Exceeds the limit"),
+        (b'{"id": "k", "d": ' + b"[" * 20_000 + b"]" * 20_000 + b"}", "invalid JSON: maximum"),
+        # UTF-8 bytes of a surrogate: Python's parser reads them as one.
+        (b'{"id": "\xed\xa0\x80"}', "key field 'id' is not valid Unicode"),
+        (b'{"id": 1e999}', "must be a string or an integer, got inf"),
+    ],
+)
+def test_values_that_parse_yet_raised_later_are_dead_letters_naming_why(
+    value: bytes, reason: str
+) -> None:
+    letter = _whole_path(value)
+
+    assert isinstance(letter, DeadLetter)
+    assert reason in letter.reason and "\n" not in letter.reason
+    assert letter.offset == 41
+
+
+def test_an_integer_key_and_its_decimal_text_are_the_same_key() -> None:
+    """Documented in docs/contracts.md: 42 and "42" are one key, one _id, one join."""
+    number, text = _whole_path(b'{"id": 42}'), _whole_path(b'{"id": "42"}')
+
+    assert isinstance(number, SourceRecord) and isinstance(text, SourceRecord)
+    assert number.key == text.key == "42"
