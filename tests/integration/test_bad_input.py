@@ -40,7 +40,7 @@ from tests.integration.pipelines import (
 )
 
 BIN = Path(sys.executable).parent
-MAX_BYTES = 2_000
+MAX_BYTES = 12_000  # room for the deep and the long records below, under the limit
 BAD_RECORDS = {
     "invalid-json": b'{"entity_id": "X1", "amount": ',
     "not-an-object": b'["entity_id", "X2"]',
@@ -50,6 +50,12 @@ BAD_RECORDS = {
     "mapping-conflict": b'{"entity_id": "X3", "amount": "twelve"}',
     "repeated-field": b'{"entity_id": "X6", "amount": 1, "amount": 2}',
     "oversized": b'{"entity_id": "X4", "blob": "' + b"x" * MAX_BYTES + b'"}',
+    # Valid JSON by the grammar, but what Python's parser or Unicode will not take: each used
+    # to raise in the task, on every attempt and every restart, and stop the query for good.
+    "surrogate-key": b'{"entity_id": "\\ud800", "amount": 1}',
+    "surrogate-text": b'{"entity_id": "X7", "note": "a\\udfffb", "amount": 1}',
+    "huge-integer": b'{"entity_id": "X8", "amount": 1' + b"0" * 5_000 + b"}",
+    "deep-nesting": b'{"entity_id": "X9", "tree": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
 }
 # Larger than a dead letter may be (PipelineConfig.message_limit): its letter carries the start.
 HUGE = b'{"entity_id": "X5", "blob": "' + b"y" * 300_000 + b'"}'
@@ -176,6 +182,21 @@ def test_a_record_that_repeats_a_field(bad_run: BadRun) -> None:
     # Its own bytes go to Elasticsearch, which refuses a repeated field (it is not dropped).
     _check_indexer_letter(bad_run, "repeated-field", "rejected by Elasticsearch", key="X6")
     assert "Duplicate field 'amount'" in bad_run.letter(BAD_RECORDS["repeated-field"])["reason"]
+
+
+@pytest.mark.parametrize(
+    ("name", "reason", "key"),
+    [
+        ("surrogate-key", "key field 'entity_id' is not valid Unicode", None),
+        ("surrogate-text", "not valid Unicode text", "X7"),
+        ("huge-integer", "invalid JSON: Exceeds the limit (4300 digits)", None),
+        ("deep-nesting", "invalid JSON: maximum recursion depth exceeded", None),
+    ],
+)
+def test_valid_json_that_python_or_unicode_refuses(
+    bad_run: BadRun, name: str, reason: str, key: str | None
+) -> None:
+    _check_indexer_letter(bad_run, name, reason, key=key)
 
 
 def test_an_oversized_record(bad_run: BadRun) -> None:
