@@ -144,7 +144,8 @@ def _report(
     out.print("\n[bold]fusion status[/]")
     out.print(escape(status.render(report)), soft_wrap=True)
     out.print(
-        f"\nmore: curl -s '{config.elasticsearch.url}/{config.enriched_index}/_search?pretty'",
+        f"\nmore: curl -s '{config.elasticsearch.shown_url}/{config.enriched_index}"
+        "/_search?pretty'",
         soft_wrap=True,
     )
     return ExitCode.OK if enriched >= want else ExitCode.QUERY_FAILED

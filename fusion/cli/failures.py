@@ -51,7 +51,7 @@ def as_fusion_error(exc: BaseException, settings: Settings) -> FusionError | Non
         return ServiceUnavailableError("Kafka", settings.kafka.bootstrap, _detail(exc))
     if module.startswith(("elasticsearch", "elastic_transport")):
         status = getattr(getattr(exc, "meta", None), "status", None)
-        url = settings.elasticsearch.url
+        url = settings.elasticsearch.shown_url
         if status in (401, 403):
             return CredentialsError("Elasticsearch", url, f"HTTP {status}")
         if status is None or status >= 500:

@@ -19,7 +19,7 @@ def check_command(args: argparse.Namespace, settings: Settings) -> int:
     brokers = kafka_client.check(settings.kafka)
     out.print(f"Kafka at {settings.kafka.bootstrap}: {brokers} broker(s) answering")
     version = es_client.check(settings.elasticsearch)
-    out.print(f"Elasticsearch at {settings.elasticsearch.url}: version {version}")
+    out.print(f"Elasticsearch at {settings.elasticsearch.shown_url}: version {version}")
     return 0
 
 

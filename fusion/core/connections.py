@@ -98,6 +98,11 @@ class ElasticsearchSettings(BaseModel):
             raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
         return value.rstrip("/")
 
+    @property
+    def shown_url(self) -> str:
+        """The URL as Fusion prints it: a password in it (``user:secret@``) replaced by ``***``."""
+        return redact_url(self.url)
+
     def as_client_options(self) -> dict[str, Any]:
         """Keyword arguments for ``elasticsearch.Elasticsearch``."""
         options: dict[str, Any] = {
@@ -113,3 +118,15 @@ class ElasticsearchSettings(BaseModel):
         if self.ca_certs:
             options["ca_certs"] = self.ca_certs
         return options
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its user info, if any, replaced by ``***``."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not at or not sep:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    shown = f"{user}:***" if colon else user
+    return f"{scheme}{sep}{shown}@{host}{slash}{path}"

@@ -30,14 +30,18 @@ def check(settings: ElasticsearchSettings) -> str:
     except ApiError as exc:
         if exc.meta.status in (401, 403):
             raise CredentialsError(
-                "Elasticsearch", settings.url, f"HTTP {exc.meta.status}"
+                "Elasticsearch", settings.shown_url, f"HTTP {exc.meta.status}"
             ) from None
-        raise ServiceUnavailableError("Elasticsearch", settings.url, str(exc.message)) from None
+        raise ServiceUnavailableError(
+            "Elasticsearch", settings.shown_url, str(exc.message)
+        ) from None
     except (ESTransportError, OSError) as exc:
         if "CERTIFICATE_VERIFY_FAILED" in str(exc):
             detail = "certificate verify failed"
-            raise TlsTrustError("Elasticsearch", settings.url, detail) from None
-        raise ServiceUnavailableError("Elasticsearch", settings.url, type(exc).__name__) from None
+            raise TlsTrustError("Elasticsearch", settings.shown_url, detail) from None
+        raise ServiceUnavailableError(
+            "Elasticsearch", settings.shown_url, type(exc).__name__
+        ) from None
     return info
 
 
