@@ -117,13 +117,16 @@ class LocalElasticsearch:
         users = self.dir / "config" / "users"
         if users.exists() and f"{FUSION_USER}:" in users.read_text():
             return
+        # The password on standard input (the tool asks for it twice), not on the command
+        # line, where any user of the machine reads it in /proc/<pid>/cmdline.
         command = [str(self.dist / "bin" / "elasticsearch-users"), "useradd", FUSION_USER]
-        command += ["-p", password, "-r", "superuser"]
+        command += ["-r", "superuser"]
         # As the node's user: the files it writes must be the node's. Its own group too:
         # with root's gid the group bits of root's directories would apply.
         account = pwd.getpwnam(user) if user else None
         result = subprocess.run(
             command,
+            input=f"{password}\n{password}\n",
             env=env,
             capture_output=True,
             text=True,

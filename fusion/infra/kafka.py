@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import os
+import secrets
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -16,7 +18,13 @@ from fusion.core.settings import KafkaSettings
 from fusion.infra.errors import ServerStartError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
-from fusion.infra.secure import KAFKA_BROKER_USER, KAFKA_MECHANISM, KAFKA_USER, SecureMaterial
+from fusion.infra.secure import (
+    KAFKA_BROKER_USER,
+    KAFKA_MECHANISM,
+    KAFKA_USER,
+    SecureMaterial,
+    write_private,
+)
 
 _QUIET = logging.getLogger("fusion.infra.kafka.client")
 _QUIET.setLevel(logging.CRITICAL)
@@ -71,7 +79,8 @@ class LocalKafka:
         """Write the config, format storage on first start, launch the broker."""
         self.dir.mkdir(parents=True, exist_ok=True)
         properties = self.dir / "server.properties"
-        properties.write_text(_server_properties(ports, self.data_dir, self.secure))
+        # It holds the broker's own SCRAM password when secured: readable by its owner only.
+        write_private(properties, _server_properties(ports, self.data_dir, self.secure))
         (self.dir / "log4j2.yaml").write_text(_LOG4J2)
         if not (self.data_dir / "meta.properties").exists():
             self._format(properties)
@@ -139,16 +148,36 @@ def client_settings(bootstrap: str, secure: SecureMaterial | None) -> KafkaSetti
 
 
 def _scram_users(secure: SecureMaterial | None) -> list[str]:
-    """KRaft stores SCRAM credentials in its metadata: they are added when storage is formatted."""
+    """KRaft stores SCRAM credentials in its metadata: they are added when storage is formatted.
+
+    As salted passwords (RFC 5802's Hi, what the broker derives from a password
+    itself), never the passwords: a command line is readable by any user of
+    the machine in ``/proc/<pid>/cmdline``.
+    """
     if secure is None:
         return []
     creds = secure.credentials()
+    users = ((KAFKA_USER, creds.kafka_password), (KAFKA_BROKER_USER, creds.kafka_broker_password))
     return [
-        "--add-scram",
-        f"{KAFKA_MECHANISM}=[name={KAFKA_USER},password={creds.kafka_password}]",
-        "--add-scram",
-        f"{KAFKA_MECHANISM}=[name={KAFKA_BROKER_USER},password={creds.kafka_broker_password}]",
+        arg for name, password in users for arg in ("--add-scram", scram_salted(name, password))
     ]
+
+
+SCRAM_ITERATIONS = 4096  # Kafka's default for --add-scram
+
+
+def scram_salted(name: str, password: str, salt: bytes | None = None) -> str:
+    """``--add-scram``'s value for ``name``: its salt and salted password, base64, no password."""
+    salt = salt or secrets.token_bytes(32)
+    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, SCRAM_ITERATIONS)
+    encoded = {
+        "salt": base64.b64encode(salt).decode(),
+        "saltedpassword": base64.b64encode(salted).decode(),
+    }
+    return (
+        f'{KAFKA_MECHANISM}=[name={name},salt="{encoded["salt"]}",'
+        f'saltedpassword="{encoded["saltedpassword"]}",iterations={SCRAM_ITERATIONS}]'
+    )
 
 
 def _listeners(ports: KafkaPorts, secure: SecureMaterial | None) -> str:

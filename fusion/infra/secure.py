@@ -69,7 +69,7 @@ class SecureMaterial:
         return Credentials(**json.loads(self.credentials_file.read_text()))
 
     def save(self, credentials: Credentials) -> None:
-        _write_private(self.credentials_file, json.dumps(asdict(credentials), indent=2))
+        write_private(self.credentials_file, json.dumps(asdict(credentials), indent=2))
 
     def client_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca))
@@ -107,7 +107,7 @@ def write_env(material: SecureMaterial, bootstrap: str, es_url: str) -> Path:
         "FUSION_ES_USERNAME": ES_USER,
         "FUSION_ES_PASSWORD": creds.es_password,
     }
-    _write_private(material.env_file, "".join(f"export {k}='{v}'\n" for k, v in lines.items()))
+    write_private(material.env_file, "".join(f"export {k}='{v}'\n" for k, v in lines.items()))
     return material.env_file
 
 
@@ -144,7 +144,8 @@ def _make_certificates(material: SecureMaterial) -> None:
         path.unlink()
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` readable and writable by its owner only (0600), from its creation on."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(text)

@@ -14,9 +14,11 @@ import os
 import secrets
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -27,12 +29,14 @@ import pytest
 from elasticsearch import AuthenticationException, Elasticsearch
 
 from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import CredentialsError, ExitCode
 from fusion.core.settings import RuntimeSettings, Settings
 from fusion.elastic import client as es_client
 from fusion.infra.process import free_port
 from fusion.infra.runtime import LocalRuntime
+from fusion.infra.secure import ES_USER as FUSION_USER
 from fusion.infra.secure import SecureMaterial
 from fusion.infra.services import Endpoints
 from fusion.kafka import client as kafka_client
@@ -53,6 +57,10 @@ def secured() -> Iterator[tuple[Endpoints, SecureMaterial]]:
     finally:
         runtime.down()
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _cmdline(pid: int) -> str:
+    return b" ".join(procfs.cmdline(pid) or []).decode(errors="replace")
 
 
 def env_of(material: SecureMaterial) -> dict[str, str]:
@@ -213,6 +221,17 @@ def test_no_secret_in_any_output_of_any_command(
         "es_api_key": api_key,
         "es_api_key_secret": key_secret,
     }
+    # Each secret as it may leak: plain, URL-encoded, and as an HTTP Basic header carries it.
+    forms = {
+        f"{name} ({how})": form
+        for name, secret in hidden.items()
+        for how, form in (
+            ("plain", secret),
+            ("URL", urllib.parse.quote(secret, safe="")),
+            ("Basic", base64.b64encode(f"{FUSION_USER}:{secret}".encode()).decode()),
+        )
+    }
+    url_with_password = f"https://{FUSION_USER}:{creds.es_password}@127.0.0.1:{free_port()}"
     config_file = tmp_path / "pipeline.toml"
     config_file.write_text(
         f'[pipeline]\nname = "secrets-{uuid.uuid4().hex[:8]}"\nkey_field = "entity_id"\n'
@@ -253,16 +272,36 @@ def test_no_secret_in_any_output_of_any_command(
             "unreachable": fusion(
                 "run", extra={"FUSION_ES_URL": f"https://127.0.0.1:{free_port()}"}
             ),
+            # A password in the URL itself is redacted wherever the URL is named.
+            "a password in the URL": fusion("check", extra={"FUSION_ES_URL": url_with_password}),
+            "run with a password in the URL": fusion(
+                "run", extra={"FUSION_ES_URL": url_with_password}
+            ),
         }
-        refused = {"check with an API key", "explain with an API key", "unreachable"}
+        refused = {
+            "check with an API key",
+            "explain with an API key",
+            "unreachable",
+            "a password in the URL",
+            "run with a password in the URL",
+        }
         for command, (code, text) in outputs.items():
             assert (code != 0) == (command in refused), (command, text[-2000:])
         written = {name: text for name, (_, text) in outputs.items()}
         written |= {f"log {p.name}": p.read_text(errors="replace") for p in logs.glob("*.log")}
+        # Every file the commands wrote: checkpoints, Spark's logs, the pipeline's own files.
+        files = {
+            f"file {p.relative_to(tmp_path)}": p.read_bytes().decode("latin-1")
+            for p in tmp_path.rglob("*")
+            if p.is_file()
+        }
+        assert any("checkpoints" in name for name in files), sorted(files)
+        # And what anyone on the machine can read: every process's command line.
+        commands = {f"command line of {pid}": _cmdline(pid) for pid in procfs.pids()}
 
-        for name, text in written.items():
-            for secret_name, secret in hidden.items():
-                assert secret not in text, f"{secret_name} appears in the output of {name}"
+        for name, text in (written | files | commands).items():
+            for secret_name, form in forms.items():
+                assert form not in text, f"{secret_name} appears in {name}"
         # Not vacuous: the run enriched every key through the secured servers; the logs
         # are there, at DEBUG, and they did talk about credentials.
         assert set(enriched_docs(settings, config)) == set(data.expected)
@@ -270,6 +309,11 @@ def test_no_secret_in_any_output_of_any_command(
         assert " DEBUG " in spark_logs
         assert "sasl.jaas.config" in spark_logs  # the Kafka clients' config dump, value hidden
         assert "unreachable" in written["unreachable"]
+        assert f"{FUSION_USER}:***@127.0.0.1" in written["a password in the URL"]
+        # The files that must hold a secret are their owner's alone.
+        state_dir = material.dir.parent
+        for private in (material.credentials_file, *state_dir.glob("**/server.properties")):
+            assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
         for command in ("check with an API key", "explain with an API key"):
             assert "refused the credentials (HTTP 401)" in written[command], written[command]
     finally:

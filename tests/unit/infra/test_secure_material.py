@@ -40,3 +40,27 @@ def test_the_env_file_holds_the_secrets_privately(tmp_path: Path) -> None:
     assert "export FUSION_KAFKA_SECURITY_PROTOCOL='SASL_SSL'" in text
     assert f"export FUSION_KAFKA_SASL_PASSWORD='{material.credentials().kafka_password}'" in text
     assert f"export FUSION_ES_CA_CERTS='{material.ca}'" in text
+
+
+def test_the_storage_tool_gets_salted_passwords_never_the_passwords(tmp_path: Path) -> None:
+    """A command line is anyone's to read (/proc/<pid>/cmdline): no password goes on one."""
+    import base64
+    import hashlib
+
+    from fusion.infra.kafka import SCRAM_ITERATIONS, _scram_users
+
+    material = secure.ensure(tmp_path / "secure")
+    creds = material.credentials()
+
+    arguments = _scram_users(material)
+
+    line = " ".join(arguments)
+    for password in (creds.kafka_password, creds.kafka_broker_password):
+        assert password not in line
+        assert base64.b64encode(password.encode()).decode() not in line
+    assert arguments[0::2] == ["--add-scram", "--add-scram"]
+    # What the broker derives from the password itself (RFC 5802's Hi): it authenticates.
+    fields = dict(part.split("=", 1) for part in arguments[1].split("[", 1)[1][:-1].split(","))
+    salt = base64.b64decode(fields["salt"].strip('"'))
+    want = hashlib.pbkdf2_hmac("sha512", creds.kafka_password.encode(), salt, SCRAM_ITERATIONS)
+    assert base64.b64decode(fields["saltedpassword"].strip('"')) == want
