@@ -39,6 +39,16 @@ def _settles(measure: Callable[[], int], target: int, timeout: float = 10.0) -> 
     return measure()
 
 
+def _most(measure: Callable[[], int], seconds: float) -> int:
+    """The highest reading of ``measure`` over ``seconds``."""
+    deadline = time.monotonic() + seconds
+    most = measure()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        most = max(most, measure())
+    return most
+
+
 def test_a_dropped_producer_is_closed_once_its_stuck_call_returns() -> None:
     before = _threads()
     producer = Producer({"bootstrap.servers": NOBODY})
@@ -70,7 +80,10 @@ def test_restarted_health_watches_leave_no_thread_or_socket_behind() -> None:
             time.sleep(0.3)  # a few probes: connections tried, clients' threads running
 
     watch()  # the first start makes what the process keeps: one admin client per cluster
-    threads, fds = _settles(_threads, 0, timeout=1), _settles(_fds, 0, timeout=1)
+    # What the process keeps, at its most: the kept admin client reconnects to the port
+    # nobody listens on now and then, a socket open for a moment. Five restarts that
+    # leaked a client each would leave five threads or sockets more.
+    threads, fds = _most(_threads, seconds=1), _most(_fds, seconds=1)
     for _ in range(5):  # a driver restarting its queries
         watch()
 
