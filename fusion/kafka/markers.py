@@ -40,7 +40,9 @@ class Marker:
     @classmethod
     def from_metadata(cls, text: str | None) -> Marker | None:
         try:
-            data = json.loads(text or "")
+            # The JSON that starts the text: librdkafka at times hands a committed offset's
+            # metadata back with stray bytes after it.
+            data, _ = json.JSONDecoder().raw_decode(text or "")
             return cls(str(data["q"]), int(data["b"]), dict(data.get("c", {})))
         except (ValueError, KeyError, TypeError):
             return None

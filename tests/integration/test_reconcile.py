@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -27,7 +28,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
 from fusion.kafka import topics as kafka_topics
-from fusion.ops.reconcile import reconcile
+from fusion.kafka.markers import read_markers
+from fusion.ops.reconcile import STAGE, reconcile
 from tests.integration.conftest import ServerControl
 from tests.integration.pipelines import (
     drop,
@@ -96,6 +98,16 @@ def _report(process: subprocess.Popen[str], timeout: float = 240) -> dict[str, A
     return report
 
 
+def _committed_slices(settings: Settings, config: PipelineConfig) -> int:
+    """How many slices of the planned run committed, read from their markers in Kafka."""
+    plan_file = Path(urlparse(config.checkpoint(STAGE)).path) / "plan.json"
+    plan = json.loads(plan_file.read_text())
+    writer = f"fusion-{config.name}-{STAGE}"
+    groups = {f"{writer}@slice-{n}": [] for n in range(plan["slices"])}
+    found = read_markers(settings.kafka, config.markers_topic, groups)
+    return sum(marker is not None and marker.query == plan["run"] for marker, _ in found.values())
+
+
 def _enriched_once(settings: Settings, config: PipelineConfig) -> None:
     assert sorted(enriched_docs(settings, config)) == sorted(JOINED + LOST)
     topic = Counter(key or "" for key, _ in read_topic(settings, config.enriched_topic))
@@ -142,11 +154,15 @@ def test_a_resumed_reconcile_writes_no_slice_twice(
     es = es_client.connect(config.elasticsearch)
     before = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first}
 
+    # The slices whose transaction committed before the kill, as Kafka keeps their markers.
+    committed = _committed_slices(settings, config)
+
     # Well inside the open transaction's timeout (the retry budget).
     resumed = _report(_reconcile_process(lost, settings), timeout=120)
 
     assert resumed["resumed"]
-    assert resumed["slices_skipped"] >= (point == "after_commit")
+    assert resumed["slices_skipped"] == committed  # exactly those, no more, no fewer
+    assert committed >= (point == "after_commit")
     assert resumed["slices_skipped"] < resumed["slices"] or not set(LOST) - first
     assert resumed["enriched"] == len(set(LOST) - first)
     after = {key: es.get(index=config.enriched_index, id=key)["_seq_no"] for key in first}
