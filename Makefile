@@ -50,7 +50,7 @@ ES9_TESTS := tests/integration/test_pipeline_end_to_end.py tests/integration/tes
 test-es9: provision
 	$(BIN)/pip install --quiet -e ".[dev,es9]"
 	FUSION_RUNTIME_ES_VERSION=$(ES9_VERSION) $(BIN)/fusion infra fetch --only elasticsearch
-	FUSION_TEST_ES_VERSION=$(ES9_VERSION) $(BIN)/pytest $(ES9_TESTS) $(PYTEST_ARGS)
+	FUSION_TEST_ES_VERSION=$(ES9_VERSION) $(BIN)/pytest $(XDIST) $(ES9_TESTS) $(PYTEST_ARGS)
 
 # The compose project on a real Docker engine, images built offline (tests/compose/).
 test-compose: provision

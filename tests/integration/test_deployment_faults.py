@@ -58,9 +58,7 @@ def test_a_bulk_write_to_an_index_that_is_gone_stops_at_once_and_dead_letters_no
     metrics = Metrics()
 
     with pytest.raises(IndexGoneError) as raised:
-        write_documents(
-            es, target, [Doc("K1", {"x": 1})], RetryPolicy(budget_seconds=60), metrics
-        )
+        write_documents(es, target, [Doc("K1", {"x": 1})], RetryPolicy(budget_seconds=60), metrics)
 
     assert f"index {no_auto_create} does not exist" in str(raised.value)
     assert metrics.get(ES_RETRIES) == 0, "not retried as if it were transient"
