@@ -33,6 +33,7 @@ from elasticsearch import Elasticsearch, helpers
 from fusion.core.events import DeadLetter, Stage
 from fusion.elastic.errors import (
     IndexAccessError,
+    IndexBlockedError,
     IndexGoneError,
     IndexingError,
     RetryBudgetExceeded,
@@ -49,6 +50,8 @@ from fusion.observe.metrics import Metrics
 VERSION_CONFLICT = 409
 NOT_FOUND = 404
 ACCESS_DENIED = frozenset({401, 403})
+# A block on the index (write, read-only, flood stage): 403 too, but no privilege is missing.
+BLOCKED = "cluster_block_exception"
 
 
 class Document(Protocol):
@@ -202,9 +205,11 @@ def _raise_if_deployment(index: str, status: int | None, outcome: dict[str, Any]
     Dead-lettering these would empty the whole stream into the dead-letter
     topic for one deployment mistake.
     """
+    error = outcome.get("error")
+    if isinstance(error, dict) and error.get("type") == BLOCKED:
+        raise IndexBlockedError(index, str(error.get("reason", "")))
     if status is not None and status in ACCESS_DENIED:
         raise IndexAccessError(index, status, _reason(outcome))
-    error = outcome.get("error")
     if status == NOT_FOUND or (isinstance(error, dict) and error.get("type") == INDEX_GONE):
         raise IndexGoneError(index, _reason(outcome))
 

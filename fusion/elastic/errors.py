@@ -62,3 +62,25 @@ class IndexGoneError(FusionError):
             f"index {index} does not exist ({detail}); restore it, or run `fusion run` "
             "again to create it empty (nothing was dead-lettered)"
         )
+
+
+class IndexBlockedError(FusionError):
+    """An index refuses writes for a block on it, not for want of a privilege (403).
+
+    ``index.blocks.write``, ``index.blocks.read_only`` or the disk's flood-stage
+    block (``read_only_allow_delete``): every record would meet it, so nothing is
+    dead-lettered and the query stops.
+    """
+
+    exit_code = ExitCode.DEPLOYMENT
+
+    def __init__(self, index: str, block: str) -> None:
+        self.index = index
+        self.block = block
+        super().__init__(
+            f"Elasticsearch refuses writes to index {index}: it is blocked ({block}); a disk "
+            "past the flood-stage watermark: free space (Elasticsearch lifts the block below "
+            f"the high watermark), else lift it: PUT {index}/_settings "
+            '{"index.blocks.write": null, "index.blocks.read_only": null}; '
+            "nothing was dead-lettered"
+        )

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from fusion.core.config import PipelineConfig
+from fusion.core.errors import ExitCode
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
 from fusion.elastic.bulk import Target, write_documents
-from fusion.elastic.errors import IndexGoneError
+from fusion.elastic.errors import IndexBlockedError, IndexGoneError
 from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
 from fusion.observe.metrics import Metrics
@@ -62,6 +63,35 @@ def test_a_bulk_write_to_an_index_that_is_gone_stops_at_once_and_dead_letters_no
 
     assert f"index {no_auto_create} does not exist" in str(raised.value)
     assert metrics.get(ES_RETRIES) == 0, "not retried as if it were transient"
+
+
+def test_a_write_blocked_index_stops_with_the_block_and_its_fix(
+    settings: Settings, make_index: Any
+) -> None:
+    """A real block (index.blocks.write) answers 403 too: named as the block, not a privilege."""
+    es = es_client.connect(settings.elasticsearch)
+    index = make_index("blocked")
+    es.indices.create(index=index)
+    es.indices.put_settings(index=index, settings={"index.blocks.write": True})
+    metrics = Metrics()
+    try:
+        with pytest.raises(IndexBlockedError) as raised:
+            write_documents(
+                es,
+                Target(index, "indexer", "a", 100),
+                [Doc("K1", {"x": 1})],
+                RetryPolicy(budget_seconds=60),
+                metrics,
+            )
+    finally:
+        es.indices.put_settings(index=index, settings={"index.blocks.write": None})
+
+    message = str(raised.value)
+    assert f"refuses writes to index {index}: it is blocked" in message
+    assert "index write" in message and '"index.blocks.write": null' in message
+    assert "privilege" not in message and "\n" not in message
+    assert raised.value.exit_code == ExitCode.DEPLOYMENT
+    assert metrics.get(ES_RETRIES) == 0
 
 
 @pytest.mark.parametrize("mode", ["batched", "per-source"])

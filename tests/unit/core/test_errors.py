@@ -82,6 +82,7 @@ def _samples() -> list[FusionError]:
     from fusion.core.errors import TopologyError
     from fusion.elastic.errors import (
         IndexAccessError,
+        IndexBlockedError,
         IndexGoneError,
         IndexingError,
         RetryBudgetExceeded,
@@ -130,6 +131,7 @@ def _samples() -> list[FusionError]:
         PipelineProcessError("the pipeline process exited", Path("/nonexistent.log")),
         IndexAccessError("p-billing", 403, "security_exception: unauthorized"),
         IndexGoneError("p-billing", "index_not_found_exception: no such index"),
+        IndexBlockedError("p-billing", "blocked by: [FORBIDDEN/8/index write (api)];"),
         KafkaAccessError("the transaction of fusion-p-single@t-0", "TOPIC_AUTHORIZATION_FAILED"),
         MessageTooLargeError("fusion-p-single@t-0", "MSG_SIZE_TOO_LARGE"),
         KafkaRefusedError("a request", "INVALID_CONFIG: bad"),
