@@ -56,10 +56,10 @@ def start_single(spark: SparkSession, config: PipelineConfig, metrics: Metrics) 
     refuse_a_stages_checkpoint(spark, config)
     stage = CounterBatch(config, metrics, name=QUERY)
     stage.source_of = config.source_of_topic  # it reads them
-    return start_with_clock(spark, config, stage, counted(spark, config))
+    return start_with_clock(spark, config, stage, indexed_and_counted(spark, config))
 
 
-def counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:
+def indexed_and_counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """The source topics, indexed and acked, through the counter's keyed state."""
     from pyspark.sql import DataFrame
 

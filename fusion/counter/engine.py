@@ -19,6 +19,9 @@ NO_JAVAC = (
 )
 
 
+ENGINE_FILE = "fusion-counter-engine"  # in the counter's checkpoint: which engine wrote its state
+
+
 def engine_here(config: PipelineConfig) -> tuple[PipelineConfig, str | None]:
     """The pipeline with the counter engine this machine runs, and a line to say if it chose.
 
@@ -32,9 +35,6 @@ def engine_here(config: PipelineConfig) -> tuple[PipelineConfig, str | None]:
         return config, None
     section = config.pipeline.model_copy(update={"counter_engine": "python"})
     return config.model_copy(update={"pipeline": section}), NO_JAVAC
-
-
-ENGINE_FILE = "fusion-counter-engine"  # in the counter's checkpoint: which engine wrote its state
 
 
 def keep_the_engine(spark: SparkSession, config: PipelineConfig) -> None:

@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 
+# A micro-batch only when input came (the clock's ticks are input): see start_counter.
+NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
+
+
 class CounterBatch(BatchStage):
     """The driver side of the counter: its tasks publish the events of each state partition."""
 
@@ -102,9 +106,6 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     return DataFrame(parser.parse(stream._jdf), spark)
 
 
-NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
-
-
 def rules_json(rules: Rules) -> str:
     """The rules as the JVM counter reads them (``fusion.counter.Json.rules``)."""
     return json.dumps(
@@ -149,7 +150,7 @@ def start_with_clock(
     """Start ``counted`` (the counter's rows) into ``stage``, and with deadlines the clock.
 
     ``counted``: the stages layout's :func:`counted_acks`, or the single query's
-    own plan (:func:`fusion.single.counted`); either way the counter's state.
+    own plan (:func:`fusion.single.indexed_and_counted`); either way the counter's state.
     """
     keep_the_engine(spark, config)
     started: list[StreamingQuery] = []

@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from fusion.spark.stage import BatchStage
 
 
+ARROW_BATCH_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
+CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+LOCAL_CHECKPOINT_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
+POOL = "spark.scheduler.pool"
+
+
 def read_kafka(
     spark: SparkSession, config: PipelineConfig, *topics: str, starting: str | None = None
 ) -> DataFrame:
@@ -123,17 +131,6 @@ def _refuse_an_unmarked_replay(
     stage.metrics.alert(REPLAY_ALERT, message)
 
 
-ARROW_BATCH_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
-
-
-CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
-
-
-LOCAL_CHECKPOINT_MANAGER = (
-    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-)
-
-
 def is_local(uri: str) -> bool:
     """A path, or a ``file:`` URI."""
     return "://" not in uri or uri.startswith("file:")
@@ -168,6 +165,3 @@ def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
         yield
     finally:
         context.setLocalProperty(POOL, before)  # type: ignore[arg-type]
-
-
-POOL = "spark.scheduler.pool"
