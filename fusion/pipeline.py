@@ -21,6 +21,7 @@ from fusion.counter.engine import engine_here
 from fusion.counter.query import start_counter
 from fusion.elastic import client as es_client
 from fusion.elastic import indexes as es_indexes
+from fusion.elastic.lease import Lease
 from fusion.enricher.query import start_enricher
 from fusion.kafka import client as kafka_client
 from fusion.kafka import lag
@@ -56,6 +57,19 @@ class Selection:
     # One query of the caller's instead of the stages, by name: the benchmark's
     # naive baseline (fusion.bench.naive), which the pipeline knows nothing of.
     instead: tuple[str, Starter] | None = None
+
+    def components(self, config: PipelineConfig) -> list[str]:
+        """What this selection runs, as its leases name it: one process runs each."""
+        if self.instead is not None:
+            return [self.instead[0]]
+        if self.single:
+            return [*(f"indexer:{s}" for s in config.source_names), "counter", "enricher"]
+        inline = config.pipeline.enrich_in == "counter"
+        return (
+            [f"indexer:{s}" for s in self.indexers]
+            + ["counter"] * self.counter
+            + ["enricher"] * (self.enricher or (self.counter and inline))
+        )
 
     def queries(self, config: PipelineConfig) -> list[str]:
         """The selected queries' names (their checkpoints' too)."""
@@ -169,6 +183,16 @@ def execute(
     prepare(config)
     stages = selection.queries(config)
     with contextlib.ExitStack() as stack:
+        # Before any record is written: one process per component (fusion.elastic.lease).
+        lease = stack.enter_context(
+            Lease(
+                es_client.connect(config.elasticsearch),
+                config.lease_index,
+                config.name,
+                selection.components(config),
+                config.pipeline.lease_seconds,
+            )
+        )
         if config.metrics.port is not None:
             server = stack.enter_context(metrics_server(config, stages, metrics))
             hooks.say(f"Prometheus metrics at {server.url}")
@@ -190,6 +214,7 @@ def execute(
                 caught_up=lambda: lag.behind(config, stages) == 0,
                 on_started=hooks.on_started,
                 interrupted=interrupted,
+                guard=lease.check,
             )
             if interrupted.is_set():
                 raise KeyboardInterrupt

@@ -236,9 +236,15 @@ class PipelineConfig(Settings):
             topics.append(self.incomplete_topic)
         return topics
 
+    @property
+    def lease_index(self) -> str:
+        """Which process runs each component (:mod:`fusion.elastic.lease`)."""
+        return f"{self.name}-fusion-lease"
+
     def all_indexes(self) -> list[str]:
         """Every index the pipeline writes: one per source, and the enriched one."""
-        return [self.index_of(source) for source in self.sources] + [self.enriched_index]
+        indexes = [self.index_of(source) for source in self.sources]
+        return [*indexes, self.enriched_index, self.lease_index]
 
     def all_topics(self) -> list[str]:
         """Every topic the pipeline reads or writes."""

@@ -107,6 +107,10 @@ class PipelineSection(BaseModel):
     # Replay a batch whose exactly-once markers Kafka expired (its output may repeat):
     # for one run, after the refusal that names it (`fusion run --replay-unmarked`).
     replay_unmarked: bool = False
+    # A running `fusion run` renews the lease of each component it runs this often
+    # (a third of it); a second process waits this long for a holder on another machine
+    # to renew before it takes a component over (one killed on this machine, at once).
+    lease_seconds: float = Field(default=15.0, ge=1.0)
 
     _valid_name = field_validator("name")(check_name)
 

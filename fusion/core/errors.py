@@ -38,6 +38,10 @@ class ExitCode(IntEnum):
     DEPLOYMENT = 7
     #: Kafka refused a request for a reason no other code covers (its error code is in the line).
     KAFKA_REFUSED = 8
+    #: Another process runs the same pipeline component (or took it over from this one).
+    ALREADY_RUNNING = 9
+    #: The pipeline ran before but its checkpoint is gone: restore it, or rebuild its state.
+    CHECKPOINT_LOST = 10
     #: Stopped by Ctrl-C (128 + SIGINT, as shells count it).
     INTERRUPTED = 130
 

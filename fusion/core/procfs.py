@@ -38,6 +38,23 @@ def stat(pid: int | str) -> Stat | None:
         return None
 
 
+def start_ticks(pid: int | str) -> int | None:
+    """When the process started, in ticks since boot: the same pid, started anew, is another."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+        return int(text[text.rindex(")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def boot_id() -> str:
+    """This boot of this machine's kernel: pids are told apart within one boot only."""
+    try:
+        return (PROC / "sys" / "kernel" / "random" / "boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
 def cmdline(pid: int | str) -> list[bytes] | None:
     """The process's arguments, the program first; ``[]`` for a kernel thread or a zombie."""
     try:

@@ -84,3 +84,33 @@ class IndexBlockedError(FusionError):
             '{"index.blocks.write": null, "index.blocks.read_only": null}; '
             "nothing was dead-lettered"
         )
+
+
+class AlreadyRunningError(FusionError):
+    """Another process holds the lease of a component this run would run (:mod:`.lease`)."""
+
+    exit_code = ExitCode.ALREADY_RUNNING
+
+    def __init__(self, pipeline: str, component: str, holder: str) -> None:
+        self.pipeline = pipeline
+        self.component = component
+        self.holder = holder
+        super().__init__(
+            f"pipeline {pipeline} already runs its {component} in another process: {holder}; "
+            "stop that one first (nothing was written; one process per pipeline component)"
+        )
+
+
+class LeaseLostError(FusionError):
+    """Another process took over a component this one ran: this one stops."""
+
+    exit_code = ExitCode.ALREADY_RUNNING
+
+    def __init__(self, pipeline: str, component: str, holder: str) -> None:
+        self.pipeline = pipeline
+        self.component = component
+        self.holder = holder
+        super().__init__(
+            f"pipeline {pipeline}: another process took its {component} over ({holder}) while "
+            "this one could not renew its lease in Elasticsearch; this one stops"
+        )

@@ -80,8 +80,11 @@ def run_until(
     caught_up: Callable[[], bool] | None = None,
     on_started: Callable[[], None] | None = None,
     interrupted: threading.Event | None = None,
+    guard: Callable[[], None] | None = None,
 ) -> None:
     """Block until ``done()``, ``interrupted``, or ``stop_when_idle`` s without input.
+
+    ``guard`` raises to stop the run (another process took it over).
 
     Idle means no batch read a record for that long and, if ``caught_up`` is
     given, that it holds: a query still starting up has read nothing yet but
@@ -91,6 +94,8 @@ def run_until(
     try:
         while True:
             watcher.check()
+            if guard is not None:
+                guard()
             if on_started is not None and all(q.lastProgress is not None for q in queries):
                 on_started()  # every query finished its first trigger
                 on_started = None

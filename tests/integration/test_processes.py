@@ -1,4 +1,4 @@
-"""`fusion run` as an operator meets it: a second instance of a component, a query that dies.
+"""`fusion run` as an operator meets it: a second instance of a pipeline, a query that dies.
 
 Each test runs `fusion run` as its own process (its own Spark driver and JVM)
 and reads what it says on stderr: one line naming the problem, no stack trace.
@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from confluent_kafka import TopicPartition
 
 from fusion.bench.generator import produce
@@ -24,9 +25,14 @@ from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
 from fusion.kafka import topics as kafka_topics
-from fusion.kafka.markers import read_markers
 from tests.integration.es_proxy import CountingProxy
-from tests.integration.pipelines import doc_count, drop, source_record, write_config_file
+from tests.integration.pipelines import (
+    doc_count,
+    drop,
+    read_raw,
+    source_record,
+    write_config_file,
+)
 
 BIN = Path(sys.executable).parent
 
@@ -72,40 +78,38 @@ def _one_line_error(stderr: str) -> str:
     return errors[0]
 
 
-def test_a_second_process_running_the_same_component_fences_the_first(
-    settings: Settings, tmp_path: Path
+@pytest.mark.parametrize("layout", ["single", "stages"])
+def test_a_second_process_of_a_pipeline_refuses_to_run_naming_the_first(
+    settings: Settings, tmp_path: Path, layout: str
 ) -> None:
-    # One source's indexer alone (`--only indexer:a`) runs in the layout of one query per stage.
-    first = write_config_file(settings, tmp_path / "first.toml", ["a", "b"], layout="stages")
+    first = write_config_file(settings, tmp_path / "first.toml", ["a", "b"], layout=layout)
     config = PipelineConfig.load(first, env={})
-    # The same pipeline on another machine: same name, topics and indexes, its own checkpoints.
+    # The same pipeline from another directory: same name, topics and indexes, its own
+    # checkpoints (which would make it read every source from the start again).
     text = first.read_text().replace("-checkpoints", "-checkpoints-elsewhere")
     second = tmp_path / "second.toml"
     second.write_text(text)
-    elsewhere = PipelineConfig.load(second, env={}).checkpoint_dir.removeprefix("file://")
+    elsewhere = Path(PipelineConfig.load(second, env={}).checkpoint_dir.removeprefix("file://"))
     kafka_topics.ensure_topics(config)
-    group = f"fusion-{config.name}-indexer-a"
-
-    def committed_batches() -> int:
-        marker, _ = read_markers(config.kafka, config.markers_topic, {group: []})[group]
-        return -1 if marker is None else marker.batch
-
+    # In stages, one source's indexer alone; in the single layout, the whole pipeline.
+    only = ["--only", "indexer:a"] if layout == "stages" else []
+    es = es_client.connect(settings.elasticsearch)
+    index = config.index_of(config.source("a"))
     try:
-        with fusion_run(first, settings, "--only", "indexer:a") as older:
+        with fusion_run(first, settings, *only) as older:
             produce(config, [source_record(config, "a", "K1", n=1)])
-            _wait(lambda: committed_batches() >= 0, 120, "the first process to index K1", older)
-            with fusion_run(second, settings, "--only", "indexer:a") as newer:
-                # The newer one claims the component's transactional id before its query
-                # starts (and writes its checkpoint)...
-                metadata = Path(elsewhere) / "indexer-a" / "metadata"
-                _wait(metadata.exists, 120, "the second process to start its query", newer)
-                # ...so the older one fails on its next batch.
-                produce(config, [source_record(config, "a", "K2", n=2)])
-                code = older.wait(timeout=120)
-                line = _one_line_error(older.stderr.read() if older.stderr else "")
-                assert code == ExitCode.QUERY_FAILED
-                assert "another process runs the same query" in line, line
-                assert newer.poll() is None, "the newer process keeps running"
+            acked = lambda: len(read_raw(settings, config.acks_topic))  # noqa: E731
+            _wait(lambda: acked() >= 1, 120, "the first process to ack K1", older)
+            with fusion_run(second, settings, *only) as newer:
+                code = newer.wait(timeout=120)
+                line = _one_line_error(newer.stderr.read() if newer.stderr else "")
+            assert code == ExitCode.ALREADY_RUNNING, line
+            assert f"already runs its indexer:a in another process: pid {older.pid}" in line, line
+            # Refused before it wrote anything: no checkpoint, no ack, and the first goes on.
+            assert not elsewhere.exists(), sorted(elsewhere.rglob("*"))
+            assert acked() == 1
+            produce(config, [source_record(config, "a", "K2", n=2)])
+            _wait(lambda: doc_count(es, index) >= 2, 120, "the first process to index K2", older)
     finally:
         drop(config)
 

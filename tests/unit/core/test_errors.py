@@ -81,10 +81,12 @@ def _samples() -> list[FusionError]:
     from fusion.bench.errors import IdleError, PipelineProcessError, SustainError
     from fusion.core.errors import TopologyError
     from fusion.elastic.errors import (
+        AlreadyRunningError,
         IndexAccessError,
         IndexBlockedError,
         IndexGoneError,
         IndexingError,
+        LeaseLostError,
         RetryBudgetExceeded,
     )
     from fusion.infra.errors import (
@@ -123,6 +125,8 @@ def _samples() -> list[FusionError]:
         TransactionError("fusion-p-counter-0", "coordinator not available"),
         PublishError("p.acks", 3, "timed out"),
         IndexingError("p-billing", 2, "429"),
+        AlreadyRunningError("p", "counter", "pid 7 on h (fusion run, started 2026-01-01)"),
+        LeaseLostError("p", "counter", "pid 7 on h (fusion run, started 2026-01-01)"),
         RetryBudgetExceeded("bulk", "ConnectionError", 30),
         TopologyError("topic p.acks", "the broker did not answer in 60 s"),
         AckError("missing field 'source'"),
