@@ -32,8 +32,8 @@ from fusion.observe.metrics import Metrics
 from fusion.ops.health import HealthWatch
 from fusion.ops.prometheus import MetricsServer, PipelineCollector
 from fusion.single import QUERY as SINGLE
-from fusion.single import start_single
-from fusion.spark import daemon
+from fusion.single import refuse_a_stages_checkpoint, start_single
+from fusion.spark import daemon, resume
 from fusion.spark import logs as spark_logs
 from fusion.spark.listener import ProgressListener
 from fusion.spark.session import spark_session
@@ -131,6 +131,10 @@ def start(
     ProgressListener.attach(spark, config, metrics)
     if selection.instead is not None:
         return [selection.instead[1](spark, config, metrics)]
+    if selection.single:
+        refuse_a_stages_checkpoint(spark, config)
+    resume.check(spark, config, selection.queries(config))  # a lost checkpoint: stop, or rebuild
+
     if selection.single:
         return [start_single(spark, config, metrics)]
     queries = []

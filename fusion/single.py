@@ -35,7 +35,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
 from fusion.counter import processor
 from fusion.counter.decisions import Rules
-from fusion.counter.query import CounterBatch, rules_json, start_with_clock
+from fusion.counter.query import CounterBatch, restored_state, rules_json, start_with_clock
 from fusion.observe.metrics import Metrics
 from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, writer_spec
@@ -63,7 +63,7 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig) -> DataFram
     """The source topics, indexed and acked, through the counter's keyed state."""
     from pyspark.sql import DataFrame
 
-    stream = read_with_clock(spark, config, *config.source_of_topic)
+    stream = read_with_clock(spark, config, QUERY, *config.source_of_topic)
     # The indexer's writer: ids fusion-<pipeline>-single-index@<topic>-<partition>; it reads
     # the query and batch from the job it runs in.
     job = Job(config, f"{QUERY}-index", "indexer", query="", batch_id=-1)
@@ -71,10 +71,13 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig) -> DataFram
     indexed = stream.select(*KAFKA_COLUMNS).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
     rules = Rules.of(config)
+    initial = restored_state(spark, config)
     counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
     if config.pipeline.counter_engine == "python":
-        return processor.count(DataFrame(counter.published(indexed._jdf, spec), spark), rules)
-    return DataFrame(counter.single(indexed._jdf, spec, rules_json(rules)), spark)
+        published = DataFrame(counter.published(indexed._jdf, spec), spark)
+        return processor.count(published, rules, initial)
+    jinitial = None if initial is None else initial._jdf
+    return DataFrame(counter.single(indexed._jdf, spec, rules_json(rules), jinitial), spark)
 
 
 def refuse_a_stages_checkpoint(spark: SparkSession, config: PipelineConfig) -> None:

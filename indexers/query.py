@@ -20,12 +20,12 @@ between one query and one per source neither skips nor re-reads records.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.kafka import lag
 from fusion.observe.metrics import Metrics
+from fusion.spark import resume
 from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
@@ -35,8 +35,6 @@ from indexers.task import IndexPartition
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
-
-EARLIEST = -2  # Spark's startingOffsets JSON for "the earliest offset"
 
 
 class IndexBatch(BatchStage):
@@ -59,28 +57,10 @@ def start_indexer(
     stage = IndexBatch(config, sources, metrics)
     topics = [config.topic_of(config.source(s)) for s in sources]
     files = CheckpointFiles(spark, config.checkpoint(stage.name))
-    starting = None if files.exists("offsets") else starting_offsets(config, stage.name, topics)
+    # A new indexer query starts where the others left; rebuilt, where it left too.
+    others = [s for s in lag.indexer_stages(config) if s != stage.name]
+    own = [stage.name] * resume.rebuilding(spark, config, stage.name)
+    fresh = not files.exists("offsets")
+    starting = lag.resume_offsets(config, others + own, topics) if fresh else None
     stream = read_kafka(spark, config, *topics, starting=starting)
     return start_foreach_batch(stream, stage)
-
-
-def starting_offsets(config: PipelineConfig, stage: str, topics: list[str]) -> str | None:
-    """Spark's ``startingOffsets`` JSON: where the other indexer queries left ``topics``.
-
-    None when no other indexer query of the pipeline committed any of them
-    (start from the earliest offsets, as a new pipeline does).
-    """
-    others = [s for s in lag.indexer_stages(config) if s != stage]
-    committed: dict[tuple[str, int], int] = {}
-    for _, offsets in lag.stage_markers(config, others).values():
-        for where, offset in offsets.items():
-            committed[where] = max(offset, committed.get(where, 0))
-    if not any(topic in topics for topic, _ in committed):
-        return None
-    partitions = lag.partitions(config, topics)
-    return json.dumps(
-        {
-            topic: {str(p): committed.get((topic, p), EARLIEST) for p in partitions[topic]}
-            for topic in topics
-        }
-    )

@@ -94,7 +94,11 @@ def with_run_options(config: PipelineConfig, args: argparse.Namespace) -> Pipeli
             raise ConfigError("--metrics-port", "", f"{args.metrics_port} is not a port (0-65535)")
         endpoint = config.metrics.model_copy(update={"port": args.metrics_port})
         config = config.model_copy(update={"metrics": endpoint})
-    options = {"counter_engine": args.counter_engine, "replay_unmarked": args.replay_unmarked}
+    options = {
+        "counter_engine": args.counter_engine,
+        "replay_unmarked": args.replay_unmarked,
+        "rebuild_state": args.rebuild_state,
+    }
     chosen = {name: value for name, value in options.items() if value}
     if chosen:
         section = config.pipeline.model_copy(update=chosen)

@@ -103,6 +103,13 @@ def _run(commands: Commands) -> None:
         "(its output may be published twice); without it such a start stops",
     )
     run.add_argument(
+        "--rebuild-state",
+        action="store_true",
+        help="start without the lost checkpoint: each query where its last committed batch "
+        "ended, the counter's state rebuilt from Elasticsearch and Kafka (what fired stays "
+        "fired); without it a pipeline that ran before and lost its checkpoint stops",
+    )
+    run.add_argument(
         "--counter-engine",
         choices=("jvm", "python"),
         help="the code that keeps the counter's state: jvm (fast) or python (slower, the "

@@ -107,6 +107,9 @@ class PipelineSection(BaseModel):
     # Replay a batch whose exactly-once markers Kafka expired (its output may repeat):
     # for one run, after the refusal that names it (`fusion run --replay-unmarked`).
     replay_unmarked: bool = False
+    # Start without a lost checkpoint, the counter's state rebuilt from Elasticsearch and
+    # Kafka: for one run, after the refusal that names it (`fusion run --rebuild-state`).
+    rebuild_state: bool = False
     # A running `fusion run` renews the lease of each component it runs this often
     # (a third of it); a second process waits this long for a holder on another machine
     # to renew before it takes a component over (one killed on this machine, at once).

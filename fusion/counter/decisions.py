@@ -166,6 +166,20 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
     return _wait(state, rules, now)
 
 
+def restored_timer(state: KeyState, rules: Rules, now: Now) -> int | None:
+    """The timer a key's rebuilt state registers (:mod:`fusion.counter.rebuild`).
+
+    A key complete and never fired or reported: one already due, so that the
+    batch that restores it fires it (Spark fires the timers before the batch's
+    time); one waiting: its next deadline; one that fired or expired: none.
+    """
+    if state.fired or state.expired_at is not None:
+        return None
+    if _complete(state, rules, now):
+        return now.ms - 1
+    return _wait(state, rules, now).register_timer
+
+
 def deadline_of(state: KeyState, rules: Rules) -> int | None:
     """When (epoch ms) the key is reported incomplete if still missing a required source."""
     due = [_due(state, rules, s) for s in state.missing(rules.sources) if s in rules.required]

@@ -18,6 +18,7 @@ this engine counts several times fewer acks per second (docs/benchmark.md).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from fusion.core.events import iso_from_ms
@@ -28,9 +29,10 @@ from fusion.counter.decisions import (
     Rules,
     decide,
     on_deadline,
+    restored_timer,
     retention_ms,
 )
-from fusion.counter.key_state import STATE_SCHEMA, KeyState
+from fusion.counter.key_state import STATE_COLUMNS, STATE_SCHEMA, KeyState
 from fusion.counter.state import STATE_VAR
 
 if TYPE_CHECKING:
@@ -123,6 +125,15 @@ class AckCounter(StatefulProcessor):
         decision = decide(k, before, acks_of(rows), self.rules, now_of(timerValues))
         yield from self._apply(k, before, decision)
 
+    def handleInitialState(self, key: Any, initialState: Any, timerValues: Any) -> None:
+        """A key's rebuilt state (:mod:`fusion.counter.rebuild`), stored with the timer it needs."""
+        restored = KeyState.from_row(tuple(initialState[name] for name, _ in STATE_COLUMNS))
+        timer = restored_timer(restored, self.rules, now_of(timerValues))
+        if timer is not None:
+            self.handle.registerTimer(timer)
+            restored = replace(restored, deadline_ms=timer)
+        self.state.update(restored.to_row())
+
     def handleExpiredTimer(
         self, key: Any, timerValues: Any, expiredTimerInfo: Any
     ) -> Iterator[Row]:
@@ -149,10 +160,14 @@ class AckCounter(StatefulProcessor):
         return decision_rows(key, before, decision)
 
 
-def count(acks: DataFrame, rules: Rules) -> DataFrame:
-    """The parsed acks grouped by join key into the Python engine's keyed state."""
-    return (
-        acks.select(*INPUT_COLUMNS)
-        .groupBy("k")
-        .transformWithState(AckCounter(rules), OUTPUT_SCHEMA, "Append", "ProcessingTime")
+def count(acks: DataFrame, rules: Rules, initial: DataFrame | None = None) -> DataFrame:
+    """The parsed acks grouped by join key into the Python engine's keyed state.
+
+    ``initial``: the keys' rebuilt state (``k`` and the state's columns), for a
+    query started without its checkpoint.
+    """
+    grouped = acks.select(*INPUT_COLUMNS).groupBy("k")
+    restored = None if initial is None else initial.groupBy("k")
+    return grouped.transformWithState(
+        AckCounter(rules), OUTPUT_SCHEMA, "Append", "ProcessingTime", initialState=restored
     )

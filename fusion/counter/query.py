@@ -34,11 +34,12 @@ import json
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
-from fusion.counter import clock, processor
+from fusion.counter import clock, processor, rebuild
 from fusion.counter.decisions import Rules
 from fusion.counter.engine import keep_the_engine
 from fusion.counter.task import publish_events
 from fusion.observe.metrics import Metrics
+from fusion.spark import resume
 from fusion.spark.jvm_writer import task_counts
 from fusion.spark.queries import read_with_clock, start_foreach_batch
 from fusion.spark.stage import BatchStage
@@ -101,7 +102,7 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """
     from pyspark.sql import DataFrame
 
-    stream = read_with_clock(spark, config, config.acks_topic)
+    stream = read_with_clock(spark, config, "counter", config.acks_topic)
     parser = spark._jvm.fusion.counter.AckParser  # type: ignore[union-attr]
     return DataFrame(parser.parse(stream._jdf), spark)
 
@@ -126,10 +127,19 @@ def counted_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     from pyspark.sql import DataFrame
 
     acks, rules = parsed_acks(spark, config), Rules.of(config)
+    initial = restored_state(spark, config)
     if config.pipeline.counter_engine == "python":
-        return processor.count(acks, rules)
+        return processor.count(acks, rules, initial)
     counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    return DataFrame(counter.count(acks._jdf, rules_json(rules)), spark)
+    jinitial = None if initial is None else initial._jdf
+    return DataFrame(counter.count(acks._jdf, rules_json(rules), jinitial), spark)
+
+
+def restored_state(spark: SparkSession, config: PipelineConfig) -> DataFrame | None:
+    """The counter's rebuilt state when its query starts without its checkpoint, else None."""
+    if not resume.rebuilding(spark, config, config.counter_query):
+        return None
+    return rebuild.initial_state(spark, config)
 
 
 def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from fusion.core.config import PipelineConfig
 from fusion.enricher.task import enrich_partition
 from fusion.observe.metrics import Metrics
+from fusion.spark import resume
 from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
 from fusion.spark.tasks import Work
@@ -36,5 +37,7 @@ class EnrichBatch(BatchStage):
 
 
 def start_enricher(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
-    stream = read_kafka(spark, config, *config.enricher_topics())
+    topics = config.enricher_topics()
+    starting = resume.starting(spark, config, "enricher", topics)
+    stream = read_kafka(spark, config, *topics, starting=starting)
     return start_foreach_batch(stream, EnrichBatch(config, metrics))

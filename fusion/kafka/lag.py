@@ -9,6 +9,7 @@ benchmark.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from confluent_kafka import TopicPartition
@@ -123,12 +124,49 @@ def source_lag(
     }
 
 
+EARLIEST = -2  # Spark's startingOffsets JSON for "the earliest offset"
+
+
+def resume_offsets(config: PipelineConfig, stages: list[str], topics: list[str]) -> str | None:
+    """Spark's ``startingOffsets`` JSON: where ``stages`` left ``topics`` (the furthest any did).
+
+    A partition none of them committed starts at the earliest offset. None when
+    none of them committed any of ``topics``: start as a new pipeline does.
+    """
+    committed: dict[tuple[str, int], int] = {}
+    for _, offsets in stage_markers(config, stages).values():
+        for where, offset in offsets.items():
+            committed[where] = max(offset, committed.get(where, 0))
+    if not any(topic in topics for topic, _ in committed):
+        return None
+    found = partitions(config, topics)
+    return json.dumps(
+        {
+            topic: {str(p): committed.get((topic, p), EARLIEST) for p in found[topic]}
+            for topic in topics
+        }
+    )
+
+
 def partitions(config: PipelineConfig, topics: list[str]) -> dict[str, list[int]]:
     """The partitions of each of ``topics`` (none for a topic that does not exist)."""
     consumer = kafka_client.consumer(config.kafka, f"fusion-status-{config.name}")
     try:
         metadata = consumer.list_topics(timeout=10).topics
         return {t: sorted(metadata[t].partitions) if t in metadata else [] for t in topics}
+    finally:
+        consumer.close()
+
+
+def watermarks(config: PipelineConfig, topic: str) -> dict[int, tuple[int, int]]:
+    """Each partition of ``topic``: its earliest and end offsets (none if it does not exist)."""
+    consumer = kafka_client.consumer(config.kafka, f"fusion-status-{config.name}")
+    try:
+        metadata = consumer.list_topics(timeout=10).topics
+        found = metadata[topic].partitions if topic in metadata else {}
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in found
+        }
     finally:
         consumer.close()
 

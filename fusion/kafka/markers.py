@@ -58,10 +58,14 @@ def read_markers(
 
     Read with a consumer of that group, which never joins it (librdkafka's
     admin call for the same answer crashes while the offsets coordinator loads).
+    Its isolation level is ``read_uncommitted``: a ``read_committed`` consumer
+    asks for stable offsets, and waits while a transaction that commits
+    offsets to the group is open, up to its timeout when a killed writer left
+    it so; the offsets answered are the committed ones either way.
     """
     result: dict[str, tuple[Marker | None, dict[tuple[str, int], int]]] = {}
     for group, topics in groups.items():
-        consumer = kafka_client.consumer(settings, group)
+        consumer = kafka_client.consumer(settings, group, {"isolation.level": "read_uncommitted"})
         try:
             metadata = consumer.list_topics(timeout=timeout).topics
             wanted = [TopicPartition(markers_topic, 0)] + [

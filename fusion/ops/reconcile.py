@@ -31,7 +31,6 @@ written through Spark's Hadoop file system (:mod:`fusion.spark.checkpoint`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -39,11 +38,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from elasticsearch import Elasticsearch, NotFoundError
+from elasticsearch import Elasticsearch
 
 from fusion.core.config import RESERVED_FIELD, PipelineConfig
 from fusion.core.events import ReadyEvent, now_iso
 from fusion.core.faults import crash_point
+from fusion.elastic import scan
 from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.enricher.lookups import mget
 from fusion.enricher.task import enrich_events
@@ -59,8 +59,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 STAGE = "reconcile"
-PAGE = 1_000
-KEEP_ALIVE = "5m"
 # What the slices count, besides the enricher's own counts.
 SCANNED, COMPLETE, UP_TO_DATE, PLANNED = (
     f"reconcile.{n}" for n in ("scanned", "complete", "up_to_date", "planned")
@@ -242,43 +240,11 @@ def _pages(
 ) -> Iterator[list[str]]:
     """The ids of one slice of the first required source's index, a page at a time, in key order.
 
-    Pages come from a point in time, sorted on the join key (a keyword with
-    doc values), so that when the point in time is lost (Elasticsearch
-    restarted during the scan) a new one continues after the last key seen.
     ``part``: (slice, slices), Elasticsearch's sliced search.
     """
     index = config.index_of(config.source(config.required_sources[0]))
-    n, slices = part
-    # Elasticsearch refuses a slice of max 1: one slice is the whole index.
-    sliced = {"id": n, "max": slices} if slices > 1 else None
-    after: list[Any] | None = None
-    while True:
-        opened = partial(es.open_point_in_time, index=index, keep_alive=KEEP_ALIVE)
-        pit = call_with_retries(opened, "open a point in time", retry)["id"]
-        try:
-            while True:
-                search = partial(
-                    es.search,
-                    pit={"id": pit, "keep_alive": KEEP_ALIVE},
-                    size=PAGE,
-                    sort=[{config.key_field: "asc"}],
-                    source=False,
-                    search_after=after,
-                    track_total_hits=False,
-                    slice=sliced,
-                )
-                response = call_with_retries(search, "reconcile search", retry)
-                pit = response.get("pit_id", pit)
-                hits = response["hits"]["hits"]
-                if not hits:
-                    return
-                after = hits[-1]["sort"]
-                yield [hit["_id"] for hit in hits]
-        except NotFoundError:
-            continue  # the point in time is gone: a new one, after the last key seen
-        finally:
-            with contextlib.suppress(Exception):  # it expires by itself if this fails
-                es.options(ignore_status=404).close_point_in_time(id=pit)
+    for hits in scan.pages(es, index, config.key_field, part, retry):
+        yield [hit["_id"] for hit in hits]
 
 
 def _ready(config: PipelineConfig, key: str, at: str) -> bytes:

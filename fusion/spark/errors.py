@@ -41,3 +41,22 @@ class StageError(FusionError):
         self.query = query
         self.detail = detail
         super().__init__(f"micro-batch of {query} failed: {detail}")
+
+
+class CheckpointLostError(FusionError):
+    """A query would start on an empty checkpoint of a pipeline that ran before."""
+
+    exit_code = ExitCode.CHECKPOINT_LOST
+
+    def __init__(self, pipeline: str, checkpoint: str, evidence: list[str]) -> None:
+        self.pipeline = pipeline
+        self.checkpoint = checkpoint
+        self.evidence = evidence
+        super().__init__(
+            f"pipeline {pipeline} ran before ({'; '.join(evidence)}) but its checkpoint "
+            f"{checkpoint} is empty: started so, it would read its topics and fire its keys "
+            "again. Restore the "
+            "checkpoint (or fix checkpoint_dir), or run `fusion run --rebuild-state` to "
+            "rebuild the counter's state from Elasticsearch and Kafka (only keys that never "
+            "fired fire), or delete the pipeline's topics, indexes and groups to start afresh"
+        )

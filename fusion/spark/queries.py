@@ -10,7 +10,7 @@ from fusion.core.config import PipelineConfig
 from fusion.kafka.errors import MarkersGoneError
 from fusion.kafka.markers import Marker, replay_unmarked
 from fusion.observe.names import REPLAY_ALERT
-from fusion.spark import tasks
+from fusion.spark import resume, tasks
 from fusion.spark.checkpoint import (
     CheckpointFiles,
     committed_batches,
@@ -61,15 +61,20 @@ def read_kafka(
     return spark.readStream.format("kafka").options(**options).load()
 
 
-def read_with_clock(spark: SparkSession, config: PipelineConfig, *topics: str) -> DataFrame:
+def read_with_clock(
+    spark: SparkSession, config: PipelineConfig, query: str, *topics: str
+) -> DataFrame:
     """``topics``, ticking with the deadline clock when the pipeline has deadlines.
 
     The clock topic's ticks make micro-batches (which fire due timers) and are
     dropped here, before any record is read: no stage sees a tick as a record.
+    ``query``: the query that reads them (where it starts: :mod:`fusion.spark.resume`).
     """
     from pyspark.sql import functions as F
 
-    stream = read_kafka(spark, config, *topics, *[config.clock_topic] * config.has_deadlines)
+    read = [*topics, *[config.clock_topic] * config.has_deadlines]
+    starting = resume.starting(spark, config, query, read)
+    stream = read_kafka(spark, config, *read, starting=starting)
     if config.has_deadlines:
         stream = stream.where(F.col("topic") != F.lit(config.clock_topic))
     return stream

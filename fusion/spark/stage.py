@@ -35,7 +35,7 @@ from fusion.kafka.exactly_once import OutRecord, TransactionalOutput
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import DATA_LOSS_ALERT, KAFKA_ALERT
-from fusion.spark import tasks
+from fusion.spark import resume, tasks
 from fusion.spark.causes import root_cause
 from fusion.spark.checkpoint import (
     CheckpointFiles,
@@ -156,7 +156,7 @@ class BatchStage:
         counts = self.counts_to_commit(ends[0] if ends else 0, counts)
         if not counts and positions == self._positions:
             return  # an idle trigger (the counter's timers run one): nothing to commit
-        totals = self._cumulative(query)
+        totals = self._cumulative(query, files)
         if self.driver_output.committed(query, batch_id) is not None:
             return  # a replay of a batch this stage finished and counted already
         offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
@@ -193,12 +193,17 @@ class BatchStage:
             self._query = found
         return self._query
 
-    def _cumulative(self, query: str) -> dict[str, int]:
-        """The stage's counts so far: from its marker when the query (re)started."""
+    def _cumulative(self, query: str, files: CheckpointFiles) -> dict[str, int]:
+        """The stage's counts so far: from its marker when the query (re)started.
+
+        A query on a new checkpoint starts from zero, but for one whose state was
+        rebuilt (the lost checkpoint's query goes on under a new id)."""
         if self._totals is None:
             marker = self.driver_output.last_marker()
-            same = marker is not None and marker.query == query
-            self._totals = dict(marker.counts) if marker is not None and same else {}
+            ours = marker is not None and (
+                marker.query == query or files.exists(resume.REBUILD_FILE)
+            )
+            self._totals = dict(marker.counts) if marker is not None and ours else {}
         return self._totals
 
 

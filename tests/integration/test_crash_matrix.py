@@ -24,25 +24,17 @@ fired, the enriched topic has each key exactly once.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from fusion.bench.generator import Dataset, GenOptions, build_dataset, produce
-from fusion.core import faults
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.elastic import client as es_client
 from fusion.kafka import topics as kafka_topics
 from tests.integration.pipelines import assert_exact_join, drop, write_config_file
+from tests.integration.runs import crash, finish
 
-BIN = Path(sys.executable).parent
 SOURCES = ["billing", "insurance", "medicine"]
 Runs = list[tuple[list[str], str]]
 # One run per entry, each after its own slice of the data: (points armed, how the run ends).
@@ -93,77 +85,6 @@ LAYOUTS = {
     "stages": ({"enrich_in": "enricher"}, STAGES_RUNS),
     "single-python": ({"counter_engine": "python"}, PYTHON_RUNS),
 }
-RUN_TIMEOUT = 240.0
-
-
-def _run(
-    config_file: Path, settings: Settings, points: list[str], fault_dir: Path
-) -> subprocess.Popen[str]:
-    env = dict(
-        os.environ,
-        FUSION_HOME=str(settings.runtime.home),
-        FUSION_SPARK_MASTER="local[2,4]",
-        FUSION_SPARK_SHUFFLE_PARTITIONS="2",
-        FUSION_FAULT_DIR=str(fault_dir),
-    )
-    env.pop(faults.CRASH_ENV, None)
-    if points:
-        env[faults.CRASH_ENV] = ",".join(points)
-    return subprocess.Popen(
-        [BIN / "fusion", "run", "--config", str(config_file), "--stop-when-idle", "6"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group: the JVM goes down with it
-    )
-
-
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-
-
-def _crash(config_file: Path, settings: Settings, points: list[str], ends: str, tmp: Path) -> None:
-    fault_dir = tmp / f"faults-{len(list(tmp.glob('faults-*')))}"
-    fault_dir.mkdir()
-    process = _run(config_file, settings, points, fault_dir)
-    try:
-        code = process.wait(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        raise AssertionError(f"the run with {points} did not end") from None
-    stderr = process.stderr.read() if process.stderr else ""
-    _kill_group(process)
-    for point in points:
-        assert faults.hit(fault_dir, point.split(":")[0].split("@")[0]), (point, stderr[-2000:])
-    if ends == "killed":
-        assert code == -signal.SIGKILL, f"{points}: exited with {code}: {stderr[-2000:]}"
-    elif ends == "died":
-        assert code not in (0, -signal.SIGKILL), f"{points}: exited with {code}"
-        assert "Spark's JVM stopped answering" in stderr, stderr[-2000:]
-    else:
-        assert code == 0, f"{points}: a retried task must not fail the run: {stderr[-2000:]}"
-
-
-def _finish(config: PipelineConfig, config_file: Path, settings: Settings, data: Dataset) -> None:
-    """A clean run until every complete key is enriched, then until it is idle."""
-    process = _run(config_file, settings, [], config_file.parent)
-    es = es_client.connect(config.elasticsearch)
-    deadline = time.monotonic() + RUN_TIMEOUT
-    try:
-        while True:
-            if process.poll() is not None:
-                break  # idle: it stopped by itself
-            assert time.monotonic() < deadline, "the clean run did not enrich every key"
-            time.sleep(0.5)
-        stderr = process.stderr.read() if process.stderr else ""
-        assert process.returncode == 0, stderr[-2000:]
-        es.indices.refresh(index=config.enriched_index)
-        assert es.count(index=config.enriched_index)["count"] == len(data.expected)
-    finally:
-        _kill_group(process)
 
 
 def _slices(data: Dataset, count: int) -> list[list[tuple[str, str, bytes]]]:
@@ -193,8 +114,8 @@ def test_kill_at_every_point_loses_nothing_and_fires_nothing_twice(
     try:
         for records, (points, ends) in zip(_slices(data, len(runs)), runs, strict=True):
             produce(config, records)
-            _crash(config_file, settings, points, ends, tmp_path)
-        _finish(config, config_file, settings, data)
+            crash(config_file, settings, points, ends, tmp_path)
+        finish(config, config_file, settings, len(data.expected))
 
         assert_exact_join(settings, config, data.expected)
     finally:

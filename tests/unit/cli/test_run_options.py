@@ -39,3 +39,8 @@ def test_the_counter_engine_and_metrics_port_are_the_runs() -> None:
 def test_a_metrics_port_out_of_range_is_one_line() -> None:
     with pytest.raises(ConfigError, match="not a port"):
         _run("--metrics-port", "70000")
+
+
+def test_rebuild_state_reaches_the_stages_through_the_config() -> None:
+    assert not CONFIG.pipeline.rebuild_state
+    assert _run("--rebuild-state").pipeline.rebuild_state

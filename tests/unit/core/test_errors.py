@@ -105,7 +105,7 @@ def _samples() -> list[FusionError]:
         PublishError,
         TransactionError,
     )
-    from fusion.spark.errors import QueryFailedError, StageError
+    from fusion.spark.errors import CheckpointLostError, QueryFailedError, StageError
 
     return [
         *ERRORS,
@@ -121,6 +121,7 @@ def _samples() -> list[FusionError]:
         SparkGoneError("Py4JNetworkError: Answer from Java side is empty"),
         QueryFailedError("counter", "RocksDB is out of disk"),
         StageError("enricher", "503 Service Unavailable"),
+        CheckpointLostError("p", "file:///c/single", ["12 records on p.ready"]),
         FencedError("fusion-p-counter-0"),
         TransactionError("fusion-p-counter-0", "coordinator not available"),
         PublishError("p.acks", 3, "timed out"),

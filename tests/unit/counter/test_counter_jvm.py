@@ -18,7 +18,15 @@ from typing import Any
 import pytest
 
 from fusion.core.events import iso_from_ms
-from fusion.counter.decisions import AckSeen, Decision, Now, Rules, decide, on_deadline
+from fusion.counter.decisions import (
+    AckSeen,
+    Decision,
+    Now,
+    Rules,
+    decide,
+    on_deadline,
+    restored_timer,
+)
 from fusion.counter.key_state import KeyState
 from fusion.counter.query import rules_json
 
@@ -98,7 +106,13 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
                 "rules": json.loads(rules_json(rules)),
                 "now_ms": now_ms,
             }
-            if rng.random() < (0.25 if state is not None else 0.1):
+            if state is not None and rng.random() < 0.1:
+                # The timer the same state registers when a rebuild restores it.
+                timer = restored_timer(state, rules, now)
+                expected = Decision(state, register_timer=timer)
+                request |= {"op": "restore", "acks": []}
+                seen.update(["restored timer"] * (timer is not None))
+            elif rng.random() < (0.25 if state is not None else 0.1):
                 expected = on_deadline(key, state, rules, now)
                 request |= {"op": "deadline", "acks": []}
             else:
@@ -124,3 +138,4 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
     assert min(seen[k] for k in ("ready", "updated", "incomplete", "new_key")) >= 20, seen
     assert min(seen[k] for k in ("timeout", "state_ttl", "no state")) >= 20, seen
     assert min(seen[k] for k in ("register_timer", "delete_timer", "rejected")) >= 20, seen
+    assert seen["restored timer"] >= 20, seen

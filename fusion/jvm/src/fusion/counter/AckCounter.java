@@ -16,7 +16,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.ExpiredTimerInfo;
 import org.apache.spark.sql.streaming.OutputMode;
-import org.apache.spark.sql.streaming.StatefulProcessor;
+import org.apache.spark.sql.streaming.StatefulProcessorWithInitialState;
 import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.TimerValues;
@@ -35,7 +35,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * for the deadline clock: {@code fusion/counter/clock.py}); in a single query also {@code count} (the indexer's counts,
  * passed through: name as key, executor as reason, value as offset).
  */
-public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
+public final class AckCounter extends StatefulProcessorWithInitialState<Row, Row, Row, Row> {
   static final String STATE_NAME = "key_state"; // fusion.counter.state.STATE_VAR
   static final StructType STATE =
       StructType.fromDDL(
@@ -92,6 +92,21 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
     return apply(k, before, Decisions.onDeadline(k, before, rules, now(timerValues)));
   }
 
+  /**
+   * A key's state rebuilt from Elasticsearch and Kafka ({@code fusion.counter.rebuild}), in the
+   * first batch of a query started without its checkpoint: stored with the timer it needs.
+   */
+  @Override
+  public void handleInitialState(Row key, Row initial, TimerValues timerValues) {
+    KeyState restored = fromRow(initial);
+    Long timer = Decisions.restoredTimer(restored, rules, now(timerValues));
+    if (timer != null) {
+      getHandle().registerTimer(timer);
+      restored = restored.deadline(timer);
+    }
+    state.update(toRow(restored));
+  }
+
   /** The indexer's counts (name, value, executor) on to the output, as {@code count} rows. */
   private static Iterator<Row> passCounts(Iterator<Row> rows) {
     List<Row> out = new ArrayList<>();
@@ -109,10 +124,10 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
   }
 
   private KeyState load() {
-    if (!state.exists()) {
-      return null;
-    }
-    Row row = state.get();
+    return state.exists() ? fromRow(state.get()) : null;
+  }
+
+  private static KeyState fromRow(Row row) {
     return new KeyState(
         Json.seen(row.getString(0)),
         row.getString(1),
@@ -120,6 +135,11 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
         row.getString(3),
         row.getString(4),
         row.isNullAt(5) ? null : row.getLong(5));
+  }
+
+  private static Row toRow(KeyState s) {
+    return RowFactory.create(
+        Json.seen(s.seen()), s.firstAckAt(), s.startedMs(), s.firedAt(), s.expiredAt(), s.deadlineMs());
   }
 
   private Iterator<Row> apply(String key, KeyState before, Decision decision) {
@@ -132,14 +152,7 @@ public final class AckCounter extends StatefulProcessor<Row, Row, Row> {
     KeyState after = decision.state();
     // Only a change is written: an update restarts the state's TTL.
     if (after != null && !Objects.equals(after, before)) {
-      state.update(
-          RowFactory.create(
-              Json.seen(after.seen()),
-              after.firstAckAt(),
-              after.startedMs(),
-              after.firedAt(),
-              after.expiredAt(),
-              after.deadlineMs()));
+      state.update(toRow(after));
     }
     List<Row> out = new ArrayList<>();
     if (decision.registerTimer() != null) {

@@ -5,6 +5,7 @@ import fusion.contract.CounterRows;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.KeyValueGroupedDataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.OutputMode;
@@ -19,11 +20,41 @@ public final class CounterQuery {
    * event.
    */
   public static Dataset<Row> count(Dataset<Row> acks, String rulesJson) {
+    return count(acks, rulesJson, null);
+  }
+
+  /**
+   * As {@link #count(Dataset, String)}, the keys' state starting from {@code initial} (the join
+   * key, then {@link AckCounter#STATE}'s columns) when not null: a state rebuilt from
+   * Elasticsearch and Kafka for a query started without its checkpoint.
+   */
+  public static Dataset<Row> count(Dataset<Row> acks, String rulesJson, Dataset<Row> initial) {
     AckCounter processor = new AckCounter(Json.rules(rulesJson));
-    return acks.selectExpr(CounterRows.INPUT_COLUMNS.split(","))
-        .groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(r.getString(0)), Encoders.row(CounterRows.KEY))
-        .transformWithState(
-            processor, TimeMode.ProcessingTime(), OutputMode.Append(), Encoders.row(CounterRows.OUTPUT));
+    KeyValueGroupedDataset<Row, Row> grouped =
+        acks.selectExpr(CounterRows.INPUT_COLUMNS.split(","))
+            .groupByKey(byKey(), Encoders.row(CounterRows.KEY));
+    if (initial == null) {
+      return grouped.transformWithState(
+          processor, TimeMode.ProcessingTime(), OutputMode.Append(), Encoders.row(CounterRows.OUTPUT));
+    }
+    KeyValueGroupedDataset<Row, Row> restored =
+        initial
+            .groupByKey(byKey(), Encoders.row(CounterRows.KEY))
+            .mapValues(
+                (MapFunction<Row, Row>) r -> RowFactory.create(r.getString(1), r.getString(2),
+                    r.getLong(3), r.getString(4), r.getString(5), r.isNullAt(6) ? null : r.getLong(6)),
+                Encoders.row(AckCounter.STATE));
+    return grouped.transformWithState(
+        processor,
+        TimeMode.ProcessingTime(),
+        OutputMode.Append(),
+        restored,
+        Encoders.row(CounterRows.OUTPUT),
+        Encoders.row(AckCounter.STATE));
+  }
+
+  private static MapFunction<Row, Row> byKey() {
+    return r -> RowFactory.create(r.getString(0));
   }
 
   /**
@@ -32,8 +63,8 @@ public final class CounterQuery {
    * micro-batch. {@code specJson}: the indexer's writer ({@code TransactionalWriter.Spec}).
    */
   public static Dataset<Row> single(
-      Dataset<Row> indexed, String specJson, String rulesJson) {
-    return count(published(indexed, specJson), rulesJson);
+      Dataset<Row> indexed, String specJson, String rulesJson, Dataset<Row> initial) {
+    return count(published(indexed, specJson), rulesJson, initial);
   }
 
   /**

@@ -200,6 +200,20 @@ public final class Decisions {
     return await(state, rules, now);
   }
 
+  /**
+   * The timer a key's rebuilt state registers ({@code decisions.restored_timer}): one already due
+   * for a complete key never fired or reported, its next deadline for a waiting one, else none.
+   */
+  public static Long restoredTimer(KeyState state, Rules rules, Now now) {
+    if (state.fired() || state.expiredAt() != null) {
+      return null;
+    }
+    if (complete(state, rules, now)) {
+      return now.ms() - 1;
+    }
+    return await(state, rules, now).registerTimer();
+  }
+
   /** Every required source is there and no optional one is still worth waiting for. */
   static boolean complete(KeyState state, Rules rules, Now now) {
     for (String source : state.missing(rules.sources())) {

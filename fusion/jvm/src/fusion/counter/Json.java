@@ -88,7 +88,8 @@ public final class Json {
 
   /**
    * One decision, JSON in and out, for {@code tests/unit/counter/test_counter_jvm.py}: the request
-   * names the {@code op} ({@code decide} or {@code deadline}), the key, its state row, the
+   * names the {@code op} ({@code decide}, {@code deadline} or {@code restore}: the timer of a
+   * rebuilt state), the key, its state row, the
    * acks, the rules and the batch time; the answer holds the decision's fields.
    */
   public static String decide(String request) {
@@ -100,6 +101,9 @@ public final class Json {
     Decision decision;
     if ("deadline".equals(in.get("op").asText())) {
       decision = Decisions.onDeadline(key, state, rules, now);
+    } else if ("restore".equals(in.get("op").asText())) {
+      Long timer = Decisions.restoredTimer(state, rules, now);
+      decision = new Decision(state, List.of(), List.of(), false, timer, null);
     } else {
       List<Ack> acks = new ArrayList<>();
       for (JsonNode a : in.get("acks")) {

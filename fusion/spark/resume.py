@@ -1,0 +1,115 @@
+"""Where a query starts: its checkpoint, or, when that is lost, where the pipeline left off.
+
+A query without a checkpoint starts from the earliest offsets with an empty
+state and a new query id: every key the topics still hold would fire, and be
+enriched, again. So before a query starts on an empty checkpoint, Fusion looks
+for signs that the pipeline ran before (the query's batch marker in Kafka,
+events on the ready topic, documents in the enriched index) and if it finds
+any, stops with :class:`~fusion.spark.errors.CheckpointLostError`.
+
+``fusion run --rebuild-state`` is the way on without the checkpoint:
+
+1. each query starts where its last committed batch ended (the input offsets
+   committed with its marker, :func:`fusion.kafka.lag.resume_offsets`), not
+   at the earliest offsets;
+2. the query that keeps the counter's state starts from a state rebuilt from
+   Elasticsearch and Kafka (:mod:`fusion.counter.rebuild`): keys that fired
+   stay fired, so only what never fired fires;
+3. a file in the new checkpoint says the state was rebuilt: should the run
+   stop before its first batch committed, the next run rebuilds again
+   (instead of replaying that batch on an empty state).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion.core.config import PipelineConfig
+from fusion.core.errors import ConfigError
+from fusion.core.events import now_iso
+from fusion.elastic import client as es_client
+from fusion.kafka import lag
+from fusion.spark.checkpoint import CheckpointFiles, committed_batches, planned_batches
+from fusion.spark.errors import CheckpointLostError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REBUILD_FILE = "fusion-rebuilt-state"
+
+
+def check(spark: SparkSession, config: PipelineConfig, queries: list[str]) -> None:
+    """Stop if any of ``queries`` would start on an empty checkpoint of a pipeline that ran.
+
+    With ``--rebuild-state`` on a checkpoint that holds state, stop too: there
+    is nothing to rebuild, and rebuilding would throw that state away.
+    """
+    signs: list[str] = []
+    lost: list[str] = []
+    for query in queries:
+        files = CheckpointFiles(spark, config.checkpoint(query))
+        if _fresh(files):
+            found = evidence(config, query)
+            signs += found
+            lost += [query] * bool(found)
+        elif config.pipeline.rebuild_state and not _rebuild_pending(files):
+            raise ConfigError(
+                "--rebuild-state",
+                "",
+                f"the checkpoint {files.uri} holds the query's state: it is not lost, so "
+                "there is nothing to rebuild; run without --rebuild-state",
+            )
+    if signs and not config.pipeline.rebuild_state:
+        where = config.checkpoint(lost[0]) if len(lost) == 1 else config.checkpoint_dir
+        raise CheckpointLostError(config.name, where, signs)
+
+
+def rebuilding(spark: SparkSession, config: PipelineConfig, query: str) -> bool:
+    """Whether ``query`` starts from rebuilt state (and where its marker left its input)."""
+    files = CheckpointFiles(spark, config.checkpoint(query))
+    if _fresh(files) and config.pipeline.rebuild_state:
+        files.write_text(REBUILD_FILE, f"state rebuilt from Elasticsearch and Kafka, {now_iso()}\n")
+        return True
+    return _rebuild_pending(files)
+
+
+def starting(
+    spark: SparkSession, config: PipelineConfig, query: str, topics: list[str]
+) -> str | None:
+    """``startingOffsets`` of a rebuilt ``query``: where its last committed batch ended."""
+    if not rebuilding(spark, config, query):
+        return None
+    return lag.resume_offsets(config, [query], topics)
+
+
+def evidence(config: PipelineConfig, query: str) -> list[str]:
+    """What says the pipeline ran ``query`` before: its marker, its events, its documents."""
+    signs = []
+    marker, _ = lag.stage_markers(config, query)[query]
+    if marker is not None:
+        signs.append(
+            f"batch {marker.batch} of its {query} query committed ({config.markers_topic})"
+        )
+    if query in (config.counter_query, "enricher"):
+        events = _records(config, config.ready_topic)
+        if events:
+            signs.append(f"{events:,} records on {config.ready_topic}")
+        es = es_client.connect(config.elasticsearch)
+        found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index)
+        if found.get("count"):
+            signs.append(f"{found['count']:,} documents in {config.enriched_index}")
+    return signs
+
+
+def _fresh(files: CheckpointFiles) -> bool:
+    return not planned_batches(files) and not committed_batches(files)
+
+
+def _rebuild_pending(files: CheckpointFiles) -> bool:
+    """A rebuilt run stopped before its first batch committed: rebuild again."""
+    return files.exists(REBUILD_FILE) and not committed_batches(files)
+
+
+def _records(config: PipelineConfig, topic: str) -> int:
+    """Offsets ``topic`` holds (records and transaction markers); 0 if it does not exist."""
+    return sum(max(0, high - low) for low, high in lag.watermarks(config, topic).values())

@@ -1,0 +1,68 @@
+"""A key's counter state rebuilt from Elasticsearch and the published events (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fusion.core.events import iso_from_ms
+from fusion.counter.decisions import AckSeen, Now, Rules, decide, restored_timer
+from fusion.counter.key_state import Seen
+from fusion.counter.restore import Doc, History, rebuilt_state
+
+NOW = Now(iso_from_ms(1_767_225_600_000), 1_767_225_600_000)
+FIRED = "2026-01-01T00:00:00.000000Z"
+RULES = Rules(frozenset({"a", "b"}), frozenset({"a", "b"}), {"a": None, "b": 60_000})
+
+
+def _ack(source: str, version: int, digest: str) -> AckSeen:
+    return AckSeen(source, NOW.iso, version=version, digest=digest)
+
+
+def test_a_key_that_fired_keeps_the_versions_of_its_latest_event() -> None:
+    docs = [Doc("a", 5, "da"), Doc("b", 9, "db-new")]
+    history = History(fired_at=FIRED, first_ack_at=FIRED, versions={"a": 5, "b": 7})
+    state = rebuilt_state(docs, history, NOW)
+    assert state is not None and state.fired_at == FIRED and state.fired
+    # a: the version the event names is still there, with its digest; b changed since.
+    assert state.seen == {"a": Seen(5, "da", FIRED), "b": Seen(7, None, FIRED)}
+    assert restored_timer(state, RULES, NOW) is None
+    # The replay brings b's version 9 again: an update, not a second fire.
+    decision = decide("K", state, [_ack("b", 9, "db-new"), _ack("a", 5, "da")], RULES, NOW)
+    assert [e.kind for e in decision.events] == ["updated"]  # type: ignore[union-attr]
+
+
+def test_a_key_never_fired_is_what_elasticsearch_holds_and_fires_once() -> None:
+    docs = [Doc("a", 3, "da"), Doc("b", 4, "db")]
+    state = rebuilt_state(docs, None, NOW)
+    assert state is not None and not state.fired and state.started_ms == NOW.ms
+    # Complete: a timer already due, so the batch that restores it fires it.
+    timer = restored_timer(state, RULES, NOW)
+    assert timer == NOW.ms - 1
+    restored = replace(state, deadline_ms=timer)
+    # Its records replayed are duplicates: the first decision fires it, and deletes the timer.
+    decision = decide("K", restored, [_ack("a", 3, "da"), _ack("b", 4, "db")], RULES, NOW)
+    assert decision.ready is not None and decision.delete_timer == timer
+    again = decide("K", decision.state, [_ack("b", 4, "db")], RULES, NOW)
+    assert again.events == []
+
+
+def test_a_key_half_seen_waits_for_its_deadline_counted_from_the_rebuild() -> None:
+    state = rebuilt_state([Doc("a", 3, "da")], History(), NOW)
+    assert state is not None and set(state.seen) == {"a"}
+    assert restored_timer(state, RULES, NOW) == NOW.ms + 60_000
+    decision = decide("K", state, [_ack("b", 1, "db")], RULES, NOW)
+    assert decision.ready is not None
+
+
+def test_a_key_reported_incomplete_keeps_its_report_and_fires_late_once() -> None:
+    history = History(expired_at=FIRED, first_ack_at=FIRED, versions={"a": 3})
+    state = rebuilt_state([Doc("a", 3, "da")], history, NOW)
+    assert state is not None and state.expired_at == FIRED and not state.fired
+    assert restored_timer(state, RULES, NOW) is None
+    decision = decide("K", state, [_ack("a", 3, "da"), _ack("b", 2, "db")], RULES, NOW)
+    assert decision.ready is not None
+
+
+def test_nothing_known_of_a_key_is_no_state() -> None:
+    assert rebuilt_state([], None, NOW) is None
+    assert rebuilt_state([], History(), NOW) is None
