@@ -11,8 +11,9 @@ from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewTopic
 
 from fusion.core.config import PipelineConfig
-from fusion.core.errors import ServiceUnavailableError, TopologyError
+from fusion.core.errors import ConfigError, ServiceUnavailableError, TopologyError
 from fusion.kafka import client as kafka_client
+from fusion.kafka.markers import largest_marker
 
 if TYPE_CHECKING:
     pass
@@ -26,6 +27,7 @@ def ensure_topics(config: PipelineConfig) -> list[str]:
     except KafkaException as exc:
         raise ServiceUnavailableError("Kafka", config.kafka.bootstrap, str(exc.args[0])) from None
     wanted = [t for t in dict.fromkeys(config.all_topics()) if t not in existing]
+    _check_marker_room(admin, config)
     _raise_message_size(admin, config, [t for t in config.output_topics() if t in existing])
     if not wanted:
         return []
@@ -54,6 +56,41 @@ def _new_topic(config: PipelineConfig, topic: str) -> NewTopic:
     if topic in config.output_topics():
         options["max.message.bytes"] = str(config.topic_message_bytes)
     return NewTopic(topic, config.pipeline.topic_partitions, -1, config=options)
+
+
+DEFAULT_METADATA_BYTES = 4096  # Kafka's offset.metadata.max.bytes
+
+
+def _check_marker_room(admin: Any, config: PipelineConfig) -> None:
+    """Stop at start if a batch marker of this pipeline may not fit the brokers' limit.
+
+    A marker is consumer-group offset metadata, which every broker caps at
+    ``offset.metadata.max.bytes``: a marker over it would have each batch's
+    commit refused. Brokers whose setting cannot be read count with Kafka's default.
+    """
+    needed = largest_marker(config)
+    if needed <= DEFAULT_METADATA_BYTES:
+        return
+    brokers = list(admin.list_topics(timeout=15).brokers)
+    resources = [ConfigResource(ResourceType.BROKER, str(broker)) for broker in brokers]
+    limits = []
+    for future in admin.describe_configs(resources, request_timeout=30).values():
+        try:
+            entry = future.result(timeout=60).get("offset.metadata.max.bytes")
+        except KafkaException:
+            entry = None
+        limits.append(int(entry.value) if entry is not None else DEFAULT_METADATA_BYTES)
+    limit = min(limits, default=DEFAULT_METADATA_BYTES)
+    if needed > limit:
+        raise ConfigError(
+            "offset.metadata.max.bytes",
+            str(limit),
+            f"a batch marker of this pipeline ({len(config.sources)} sources, "
+            f"{config.pipeline.topic_partitions} partitions each) can take up to {needed} bytes "
+            f"of offset metadata, over the brokers' limit of {limit}: set "
+            f"offset.metadata.max.bytes={needed * 2} on every broker (a broker setting), or "
+            "split the pipeline into pipelines of fewer sources",
+        )
 
 
 def _raise_message_size(admin: Any, config: PipelineConfig, topics: list[str]) -> None:

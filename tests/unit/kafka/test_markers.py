@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
+from typing import Any
 
 from fusion.core.config import PipelineConfig
 from fusion.core.config_file import write_config
-from fusion.kafka.markers import Marker, replay_unmarked
+from fusion.kafka.markers import PACKED, Marker, largest_marker, replay_unmarked
 from fusion.observe.metrics import Metrics, histogram_percentiles, latency_bucket
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "healthcare.toml"
@@ -66,3 +68,37 @@ def test_a_quantile_in_the_open_last_bucket_is_the_highest_finite_bound() -> Non
     metrics.observe_latency(1_000.0)
 
     assert histogram_percentiles(metrics.counts())["p50"] == 300.0
+
+
+def test_markers_are_deflated_and_read_the_same_by_the_jvm(fusion_jvm: Any) -> None:
+    counts = {f"indexer.department_{n:02d}.indexed": 1_000_000 + n for n in range(16)}
+    marker = Marker("query-1", 41, counts)
+    packed = marker.to_metadata()
+    assert packed.startswith(PACKED) and len(packed) < len(json.dumps(counts)) / 2
+    jvm_marker = fusion_jvm.fusion.output.Marker
+    read = jvm_marker.parse(packed)
+    assert (read.query(), read.batch(), dict(read.counts())) == ("query-1", 41, counts)
+    # The JVM's writers pack it the same way: Python reads their markers.
+    plain = json.dumps({"q": "query-2", "b": 7, "c": counts})
+    assert Marker.from_metadata(jvm_marker.metadata(jvm_marker.parse(plain))) == Marker(
+        "query-2", 7, counts
+    )
+    # A marker of the time before markers were packed still reads, in both languages.
+    assert Marker.from_metadata(plain) == Marker("query-2", 7, counts)
+    assert jvm_marker.parse(plain).batch() == 7
+    assert Marker.from_metadata(PACKED + "not base64 of a deflated marker") is None
+    assert jvm_marker.parse(PACKED + "AAAA") is None
+
+
+def test_the_largest_marker_grows_with_the_sources() -> None:
+    def config(sources: int) -> PipelineConfig:
+        return PipelineConfig.model_validate(
+            {
+                "pipeline": {"name": "p", "key_field": "id"},
+                "sources": [{"name": f"department_{n:02d}"} for n in range(sources)],
+            }
+        )
+
+    sizes = [largest_marker(config(n)) for n in (4, 16, 64)]
+    assert sizes == sorted(sizes)
+    assert sizes[1] < 4096 < sizes[2]  # 16 sources fit Kafka's default, 64 do not

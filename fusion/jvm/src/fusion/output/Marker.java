@@ -3,8 +3,11 @@ package fusion.output;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Base64;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -12,6 +15,9 @@ import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.zip.DataFormatException;
+import java.util.zip.Deflater;
+import java.util.zip.Inflater;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -24,7 +30,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * the metadata of the id's consumer-group offset on the markers topic. Python reads and writes the
  * same marker ({@code fusion/kafka/markers.py}).
  */
-record Marker(String query, long batch, Map<String, Long> counts) {
+public record Marker(String query, long batch, Map<String, Long> counts) {
   private static final ObjectMapper MAPPER = new ObjectMapper();
 
   /**
@@ -78,17 +84,34 @@ record Marker(String query, long batch, Map<String, Long> counts) {
     }
   }
 
-  static String metadata(Marker marker) {
+  /** Offset metadata is limited in size: the JSON goes deflated, as {@code markers.PACKED}. */
+  static final String PACKED = "z:";
+
+  public static String metadata(Marker marker) {
     ObjectNode node = MAPPER.createObjectNode();
     node.put("q", marker.query()).put("b", marker.batch());
     ObjectNode counts = node.putObject("c");
     marker.counts().forEach(counts::put);
-    return node.toString();
+    byte[] json = node.toString().getBytes(StandardCharsets.UTF_8);
+    Deflater deflater = new Deflater(9);
+    deflater.setInput(json);
+    deflater.finish();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    byte[] buffer = new byte[4096];
+    while (!deflater.finished()) {
+      out.write(buffer, 0, deflater.deflate(buffer));
+    }
+    deflater.end();
+    return PACKED + Base64.getEncoder().encodeToString(out.toByteArray());
   }
 
-  static Marker parse(String metadata) {
+  public static Marker parse(String metadata) {
     try {
-      JsonNode node = MAPPER.readTree(metadata == null ? "" : metadata);
+      String text = metadata == null ? "" : metadata;
+      if (text.startsWith(PACKED)) {
+        text = inflate(text.substring(PACKED.length()));
+      }
+      JsonNode node = MAPPER.readTree(text);
       if (node == null || !node.has("q") || !node.has("b")) {
         return null;
       }
@@ -98,8 +121,32 @@ record Marker(String query, long batch, Map<String, Long> counts) {
         c.properties().forEach(e -> counts.put(e.getKey(), e.getValue().asLong()));
       }
       return new Marker(node.get("q").asText(), node.get("b").asLong(), counts);
-    } catch (IOException e) {
+    } catch (IOException | DataFormatException | IllegalArgumentException e) {
       return null;
     }
   }
+
+  /** Base64 up to the first character outside its alphabet (stray bytes go), inflated. */
+  private static String inflate(String packed) throws DataFormatException {
+    int end = 0;
+    while (end < packed.length() && BASE64.indexOf(packed.charAt(end)) >= 0) {
+      end++;
+    }
+    Inflater inflater = new Inflater();
+    inflater.setInput(Base64.getDecoder().decode(packed.substring(0, end)));
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    byte[] buffer = new byte[4096];
+    while (!inflater.finished()) {
+      int n = inflater.inflate(buffer);
+      if (n == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
+        throw new DataFormatException("truncated marker");
+      }
+      out.write(buffer, 0, n);
+    }
+    inflater.end();
+    return out.toString(StandardCharsets.UTF_8);
+  }
+
+  private static final String BASE64 =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
 }
