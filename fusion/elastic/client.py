@@ -49,3 +49,19 @@ def version(es: Elasticsearch) -> str:
     """The version of the node ``es`` talks to."""
     nodes = es.nodes.info(node_id="_local", metric="_none", filter_path="nodes.*.version")
     return str(next(iter(nodes["nodes"].values()))["version"])
+
+
+# The thread pools Fusion's requests go to: bulk writes, searches and _mget/GET lookups.
+POOLS = ("write", "search", "get")
+
+
+def rejected(es: Elasticsearch) -> int:
+    """Requests every node rejected (429, a thread pool's queue full) since it started."""
+    wanted = ",".join(f"nodes.*.thread_pool.{pool}.rejected" for pool in POOLS)
+    stats = es.nodes.stats(metric="thread_pool", filter_path=wanted)
+    return sum(
+        int(pools.get(pool, {}).get("rejected", 0))
+        for node in stats.get("nodes", {}).values()
+        for pools in [node.get("thread_pool", {})]
+        for pool in POOLS
+    )

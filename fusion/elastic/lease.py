@@ -39,7 +39,7 @@ from elasticsearch import TransportError as ESTransportError
 
 from fusion.core.events import now_iso
 from fusion.core.instance import Holder
-from fusion.elastic.errors import AlreadyRunningError, LeaseLostError
+from fusion.elastic.errors import AlreadyRunningError, IndexAccessError, LeaseLostError
 
 POLL_SECONDS = 0.5
 
@@ -90,12 +90,17 @@ class Lease:
 
     def acquire(self) -> None:
         """Take every component's lease, or release those taken and raise AlreadyRunningError."""
-        self._ensure_index()
         try:
+            self._ensure_index()
             for component in self.components:
                 self._versions[component] = self._claim(component)
         except AlreadyRunningError:
             self.release()
+            raise
+        except ApiError as exc:
+            self.release()
+            if exc.meta.status in (401, 403):
+                raise IndexAccessError(self.index, exc.meta.status, str(exc.message)) from None
             raise
 
     def check(self) -> None:

@@ -16,7 +16,7 @@ import shutil
 import stat
 import subprocess
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,8 +47,11 @@ class LocalElasticsearch:
         heap: str,
         java: Path | None = None,
         secure: SecureMaterial | None = None,
+        node_settings: Mapping[str, str] | None = None,
     ) -> None:
         self.dist = dist
+        # More of elasticsearch.yml (a test's node with a tiny write queue, say).
+        self.node_settings = dict(node_settings or {})
         self.java = java
         # Security on: TLS on HTTP and Fusion's user with a password. No API key: creating
         # one writes the security index, whose mapping needs the analysis-common module
@@ -78,6 +81,7 @@ class LocalElasticsearch:
         if not (config / "log4j2.properties").exists():
             shutil.copy(self.dist / "config" / "log4j2.properties", config)
         node_config = _node_config(ports, self.dir, secured=self.secure is not None)
+        node_config += "".join(f"{key}: {value}\n" for key, value in self.node_settings.items())
         if self.secure is not None:
             node_config += _security_config(self.secure, config)
         (config / "elasticsearch.yml").write_text(node_config)

@@ -183,6 +183,10 @@ class Figures:
         """Time the query spent in batches that read rows."""
         return self._get(names.query_busy_ms(query)) / 1000
 
+    @property
+    def es_rejected(self) -> int:
+        return self._get(names.ES_REJECTED)
+
     def latency_buckets(self) -> list[tuple[float, int]]:
         """Fire-to-enriched latencies per bucket (upper bound in seconds, count), every bucket."""
         return [(bound, self._get(latency_bucket(bound))) for bound in LATENCY_BUCKETS]

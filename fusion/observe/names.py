@@ -11,6 +11,8 @@ KAFKA_ALERT = "kafka"  # Kafka unreachable or refusing, being retried
 ES_ALERT = "elasticsearch"  # Elasticsearch unreachable or overloaded, being retried
 DATA_LOSS_ALERT = "data_loss"  # source records deleted before they were read
 REPLAY_ALERT = "replay"  # a batch replayed without its exactly-once markers
+# Elasticsearch answering 429: its thread pools' queues are full (the stages retry).
+ES_BACKPRESSURE_ALERT = "elasticsearch_backpressure"
 
 # Counts. Tasks and queries count under these names; only fusion.observe.figures
 # reads them back. The JVM's writers count the counter's under the same names
@@ -63,6 +65,7 @@ NAIVE_WASTED = "naive.wasted"  # lookups that found a source missing
 NAIVE_DLQ = "naive.dlq"
 
 ES_RETRIES = "es.retries"  # Elasticsearch requests retried, every stage's
+ES_REJECTED = "es.rejected"  # requests the nodes rejected (429) while the driver watched
 
 # A deadline bucket's timers, set and cleared: clock.<bucket, epoch ms>.
 CLOCK_PREFIX = "clock."

@@ -32,7 +32,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
-from fusion.observe.names import ES_ALERT, KAFKA_ALERT
+from fusion.observe.names import ES_ALERT, ES_BACKPRESSURE_ALERT, KAFKA_ALERT
 
 LAG_MAX_AGE = 5.0  # seconds a consumer-lag reading is served before it is read again
 
@@ -97,7 +97,19 @@ def families(
     )
     for server, alert in (("kafka", KAFKA_ALERT), ("elasticsearch", ES_ALERT)):
         up.add_metric([server], 0 if alert in alerts else 1)
-    return [*found, lag_family, up]
+    pressure = [
+        GaugeMetricFamily(
+            "fusion_es_backpressure",
+            "1 while Elasticsearch rejects requests (429, a thread pool's queue full)",
+            value=1 if ES_BACKPRESSURE_ALERT in alerts else 0,
+        ),
+        CounterMetricFamily(
+            "fusion_es_rejected",
+            "Requests Elasticsearch rejected (429) while the driver watched",
+            value=figures.es_rejected,
+        ),
+    ]
+    return [*found, lag_family, up, *pressure]
 
 
 def _indexers(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:

@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from fusion.core.config import PipelineConfig
 from fusion.counter.state import StateSummary, summary
+from fusion.elastic import client as es_client
 from fusion.kafka.lag import lag_of, source_lag, stage_markers
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import histogram_percentiles
+from fusion.observe.names import ES_BACKPRESSURE_ALERT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,12 +38,19 @@ class Inputs:
     lag: Mapping[str, int | None]  # stage -> records behind, None if it never committed
     source_lag: Mapping[str, int | None]  # source -> records its indexer has still to read
     state: StateSummary  # empty when the counter's state was not read
+    rejected_now: int = 0  # requests Elasticsearch rejected (429) while this look lasted
 
 
 def gather(
     spark: SparkSession | None, config: PipelineConfig, metrics: Mapping[str, Any] | None = None
 ) -> Inputs:
-    """Read the inputs; ``metrics`` defaults to the components' markers in Kafka."""
+    """Read the inputs; ``metrics`` defaults to the components' markers in Kafka.
+
+    Elasticsearch's rejection counters are read before and after the rest: a
+    difference says it rejects requests (429) now.
+    """
+    es = es_client.connect(config.elasticsearch)
+    before = es_client.rejected(es)
     markers = stage_markers(config)
     if metrics is None:
         counts: Counter[str] = Counter()
@@ -49,7 +58,9 @@ def gather(
             counts.update(marker.counts if marker is not None else {})
         metrics = {"counters": dict(counts), "latency_seconds": histogram_percentiles(counts)}
     state = summary(spark, config) if spark is not None else StateSummary()
-    return Inputs(metrics, lag_of(config, markers), source_lag(config, markers), state)
+    lags = lag_of(config, markers), source_lag(config, markers)
+    rejected = max(0, es_client.rejected(es) - before)
+    return Inputs(metrics, *lags, state, rejected)
 
 
 def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
@@ -93,8 +104,16 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
                 "enricher" if config.pipeline.enrich_in == "enricher" else config.counter_query
             ),
         },
-        "alerts": inputs.metrics.get("alerts", {}),
+        "elasticsearch": {"retries": figures.es_retries, "rejected_now": inputs.rejected_now},
+        "alerts": dict(inputs.metrics.get("alerts", {})) | _rejecting(inputs.rejected_now),
     }
+
+
+def _rejecting(rejected: int) -> dict[str, str]:
+    if not rejected:
+        return {}
+    line = f"Elasticsearch rejecting requests now (429, a queue full): {rejected:,} while looking"
+    return {ES_BACKPRESSURE_ALERT: line}
 
 
 def render(status: Mapping[str, Any]) -> str:
@@ -131,4 +150,6 @@ def render(status: Mapping[str, Any]) -> str:
     )
     if latency != "-":
         lines.append("            (latency quantiles interpolated within histogram buckets)")
+    es = status["elasticsearch"]
+    lines.append(f"  elasticsearch  requests retried {es['retries']:,} (429, 5xx, outages)")
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from fusion.ops import teardown
 from fusion.ops.health import HealthWatch
 from fusion.spark import watch
 from fusion.spark.watch import Watcher
+from indexers.records import RawRecord, SourceRecord, parse
 
 
 def make_config(
@@ -74,6 +75,16 @@ def source_record(
     """One source record for ``produce``: ``{"entity_id": key, **fields}`` on its topic."""
     value = json.dumps({"entity_id": key, **fields}).encode()
     return (config.topic_of(config.source(source)), key, value)
+
+
+def parsed_records(n: int, start: int = 0) -> list[SourceRecord]:
+    """``n`` parsed records ``{"id": "k<i>"}`` of source ``s``, for bulk writes."""
+    records = []
+    for i in range(start, start + n):
+        parsed = parse(RawRecord(b'{"id": "k%d"}' % i, "t", 0, i), "s", "id", 1000)
+        assert isinstance(parsed, SourceRecord)
+        records.append(parsed)
+    return records
 
 
 def drop(config: PipelineConfig) -> None:

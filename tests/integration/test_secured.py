@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.parse
 import uuid
 from collections import Counter
@@ -34,12 +35,16 @@ from fusion.core.config import PipelineConfig
 from fusion.core.errors import CredentialsError, ExitCode
 from fusion.core.settings import RuntimeSettings, Settings
 from fusion.elastic import client as es_client
+from fusion.elastic import indexes as es_indexes
+from fusion.infra.elasticsearch import ES_USER as ES_NODE_USER
+from fusion.infra.java import elasticsearch_java_home
 from fusion.infra.process import free_port
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.secure import ES_USER as FUSION_USER
 from fusion.infra.secure import SecureMaterial
 from fusion.infra.services import Endpoints
 from fusion.kafka import client as kafka_client
+from fusion.kafka import topics as kafka_topics
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
 
 
@@ -124,15 +129,20 @@ def test_the_pipeline_runs_end_to_end_over_tls_with_credentials(
         drop(config)
 
 
-def run_fusion(
-    material: SecureMaterial, tmp_path: Path, **overrides: str
-) -> subprocess.CompletedProcess[str]:
+def pipeline_file(tmp_path: Path) -> Path:
     config_file = tmp_path / "pipeline.toml"
     config_file.write_text(
         f'[pipeline]\nname = "secured-{tmp_path.name[-12:]}"\nkey_field = "entity_id"\n'
         f'checkpoint_dir = "{tmp_path / "checkpoints"}"\n\n'
         '[[sources]]\nname = "billing"\n\n[[sources]]\nname = "insurance"\n'
     )
+    return config_file
+
+
+def run_fusion(
+    material: SecureMaterial, tmp_path: Path, **overrides: str
+) -> subprocess.CompletedProcess[str]:
+    config_file = pipeline_file(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FUSION_")}
     env |= env_of(material) | overrides
     if "FUSION_HOME" in os.environ:
@@ -184,6 +194,84 @@ def test_a_wrong_secret_or_ca_stops_fusion_run_at_start_with_one_line(
     creds = material.credentials()
     for secret in (creds.kafka_password, creds.kafka_broker_password, creds.es_password):
         assert secret not in result.stdout + result.stderr
+
+
+READ_ONLY_ROLE = """\
+fusion_reader:
+  cluster: ["monitor"]
+  indices:
+    - names: ["*"]
+      privileges: ["read", "view_index_metadata", "monitor"]
+    - names: ["*-fusion-lease"]
+      privileges: ["all"]
+"""
+
+
+def _add_reader(material: SecureMaterial, password: str) -> None:
+    """A file-realm user who may read every index and write none but the leases.
+
+    The node reloads its users and roles files by itself; the user is added the
+    way `fusion infra up --secure` adds Fusion's (the password on standard input).
+    """
+    node = material.dir.parent / "elasticsearch"
+    (node / "config" / "roles.yml").write_text(READ_ONLY_ROLE)
+    runtime = LocalRuntime(material.dir.parent.parent, state_dir=material.dir.parent)
+    command = [str(runtime.cache.elasticsearch_home() / "bin" / "elasticsearch-users")]
+    env = {
+        "ES_JAVA_HOME": str(elasticsearch_java_home(runtime.es_version)),
+        "ES_PATH_CONF": str(node / "config"),
+        "PATH": os.environ.get("PATH", ""),
+    }
+    subprocess.run(
+        [*command, "useradd", "reader", "-r", "fusion_reader"],
+        input=f"{password}\n{password}\n",
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    if os.geteuid() == 0:  # the node runs as its own user, and reads the files it owns
+        shutil.chown(node / "config" / "users", ES_NODE_USER)
+        shutil.chown(node / "config" / "users_roles", ES_NODE_USER)
+        shutil.chown(node / "config" / "roles.yml", ES_NODE_USER)
+
+
+def test_a_user_without_the_write_privilege_stops_fusion_run_with_one_line(
+    secured: tuple[Endpoints, SecureMaterial], tmp_path: Path
+) -> None:
+    """A real refusal (403) of a real user: one line naming the index, exit code 4."""
+    endpoints, material = secured
+    password = secrets.token_urlsafe(16)
+    _add_reader(material, password)
+    reader = Elasticsearch(
+        endpoints.es_url, ca_certs=str(material.ca), basic_auth=("reader", password)
+    )
+    deadline = time.monotonic() + 60
+    while True:  # until the node reloaded its users file
+        try:
+            reader.cluster.health()
+            break
+        except AuthenticationException:
+            assert time.monotonic() < deadline, "the node never took the new user"
+            time.sleep(0.5)
+    # Fusion's own user sets the pipeline up; the reader then runs it.
+    config = PipelineConfig.load(pipeline_file(tmp_path), env=env_of(material))
+    kafka_topics.ensure_topics(config)
+    es_indexes.ensure_indexes(es_client.connect(config.elasticsearch), config)
+    try:
+        produce(config, [(config.topic_of(config.source("billing")), "K1", b'{"entity_id": "K1"}')])
+        result = run_fusion(
+            material, tmp_path, FUSION_ES_USERNAME="reader", FUSION_ES_PASSWORD=password
+        )
+        assert result.returncode == ExitCode.CREDENTIALS, result.stderr[-2000:]
+        errors = [line for line in result.stderr.splitlines() if line.startswith("fusion: error")]
+        assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+        index = config.index_of(config.source("billing"))
+        assert f"refused access to index {index} (HTTP 403" in errors[0], errors[0]
+        assert "grant the configured user the write and read privileges" in errors[0]
+        assert read_topic(config, config.dlq_topic) == [], "nothing dead-lettered"
+    finally:
+        drop(config)
 
 
 @pytest.fixture(scope="module")
