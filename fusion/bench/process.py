@@ -10,6 +10,7 @@ it with Ctrl-C, after which `fusion run` prints its summary.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -61,8 +62,16 @@ class PipelineProcess:
         if self.stop_when_idle is not None:
             command += ["--stop-when-idle", str(self.stop_when_idle)]
         with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
-            self.process = subprocess.Popen(command, stdout=out, stderr=err)
+            # Its own process group: kill() takes its JVM and Python workers down with it.
+            self.process = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
         return self
+
+    def kill(self) -> None:
+        """kill -9 of the whole `fusion run` (driver, JVM, workers), as a crash would."""
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=60)
 
     def wait_started(self, timeout: float = 300.0) -> None:
         deadline = time.monotonic() + timeout
@@ -120,8 +129,7 @@ class PipelineProcess:
         tb: TracebackType | None,
     ) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=30)
+            self.kill()
         if self.config_file.exists():
             os.unlink(self.config_file)  # it holds the connection secrets
 

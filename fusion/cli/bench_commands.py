@@ -20,6 +20,8 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.sustain:
         return bench_sustain_command(args, settings)
+    if args.soak:
+        return bench_soak_command(args, settings)
     if args.idle:
         return bench_idle_command(args, settings)
     if args.memory:
@@ -81,6 +83,31 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
     return print_bench(
         sustain_report.markdown(report), sustain_report.write_report(report, args.out)
     )
+
+
+def bench_soak_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench.runs import soak, soak_report
+
+    if args.minutes <= 0 or args.kill_every <= 0 or args.window <= 0 or args.sources < 2:
+        raise ConfigError(
+            "--minutes/--kill-every/--window/--sources",
+            "",
+            "need positive minutes, kill interval and window, and at least 2 sources",
+        )
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
+    options = soak.SoakOptions(
+        minutes=args.minutes,
+        window_minutes=args.window,
+        kill_every_minutes=args.kill_every,
+        es_restart_minute=args.minutes * 5 / 12,  # 25 of 60: between two kills
+        rate=args.soak_rate,
+        sources=args.sources,
+        seed=args.seed,
+    )
+    with Tracker(err, "soak", "steps", rate=False) as tracker:
+        report = soak.run_soak(settings, options, on_step=tracker.step)
+    return print_bench(soak_report.markdown(report), soak_report.write_report(report, args.out))
 
 
 def bench_idle_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -96,9 +96,9 @@ def add_bench(commands: Commands) -> None:
         "bench",
         "benchmark naive vs counted vs batched on the same data, against the floor",
         "fusion bench --keys 14000 --sources 4",
-        "fusion bench --keys 2000 --modes batched --runs 3",
         "fusion bench --sustain --step-seconds 30",
         "fusion bench --status --keys 100000",
+        "fusion bench --soak --minutes 60",
     )
     bench.add_argument("--keys", type=int, help="join keys (14,000; 200 with --memory)")
     bench.add_argument("--sources", type=int, default=4, help="sources per key (4)")
@@ -192,6 +192,24 @@ def add_bench(commands: Commands) -> None:
         type=float,
         default=120.0,
         help="a first step, not reported, while the JVM compiles Spark's hot code (120)",
+    )
+    soak = bench.add_argument_group("an hour under load (--soak)")
+    soak.add_argument(
+        "--soak",
+        action="store_true",
+        help="instead of a burst: --minutes at half the highest sustained rate (or --soak-rate), "
+        "the pipeline killed with kill -9 every --kill-every minutes and Elasticsearch restarted "
+        "once; keys lost, keys fired twice, and latency, memory, state and lag per window",
+    )
+    soak.add_argument("--minutes", type=float, default=60.0, help="how long to soak (60)")
+    soak.add_argument(
+        "--soak-rate", type=float, help="keys/s (default: half the highest sustained, found first)"
+    )
+    soak.add_argument(
+        "--kill-every", type=float, default=10.0, metavar="MINUTES", help="kill -9 every (10)"
+    )
+    soak.add_argument(
+        "--window", type=float, default=5.0, metavar="MINUTES", help="report window (5)"
     )
     scale = commands.add(
         "bench-scale",

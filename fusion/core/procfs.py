@@ -75,6 +75,17 @@ def peak_mb(pid: int | str) -> int | None:
     return None
 
 
+def rss_mb(pid: int | str) -> int | None:
+    """The process's resident memory now (``VmRSS``), in MB."""
+    try:
+        for line in (PROC / str(pid) / "status").read_text().splitlines():
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def descendants(root: int) -> list[int]:
     """``root`` and every process under it that is alive now."""
     children: dict[int, list[int]] = {}

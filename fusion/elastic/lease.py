@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from elasticsearch import ApiError, BadRequestError, ConflictError, Elasticsearch, NotFoundError
@@ -39,9 +40,18 @@ from elasticsearch import TransportError as ESTransportError
 
 from fusion.core.events import now_iso
 from fusion.core.instance import Holder
-from fusion.elastic.errors import AlreadyRunningError, IndexAccessError, LeaseLostError
+from fusion.elastic.errors import (
+    AlreadyRunningError,
+    IndexAccessError,
+    LeaseLostError,
+    RetryBudgetExceeded,
+)
+from fusion.elastic.retry import RetryPolicy, call_with_retries
 
 POLL_SECONDS = 0.5
+# A lease is read through a moment of unavailability (a shard starting, a 429); its
+# writes are not retried: a conflict is an answer, and a renewal tries again anyway.
+RETRY = RetryPolicy(initial=0.2, maximum=2.0, budget_seconds=60.0)
 
 
 @dataclass(frozen=True)
@@ -153,7 +163,7 @@ class Lease:
 
     def _taken_over(self, component: str) -> None:
         """A renewal met another version: a lost reply of ours, or another holder."""
-        with contextlib.suppress(ApiError, ESTransportError):
+        with contextlib.suppress(ApiError, ESTransportError, RetryBudgetExceeded):
             held = self._read(component)
             if held is not None and held.holder.token == self.me.token:
                 self._versions[component] = (held.seq_no, held.primary_term)
@@ -166,7 +176,9 @@ class Lease:
 
     def _read(self, component: str) -> Held | None:
         try:
-            found = self.es.get(index=self.index, id=component)
+            found = call_with_retries(
+                partial(self.es.get, index=self.index, id=component), "read a lease", RETRY
+            )
         except NotFoundError:
             return None
         source = dict(found["_source"])
@@ -195,11 +207,13 @@ class Lease:
         return int(done["_seq_no"]), int(done["_primary_term"])
 
     def _ensure_index(self) -> None:
-        if self.es.indices.exists(index=self.index):
-            return
-        settings = {"number_of_shards": 1, "auto_expand_replicas": "0-1"}
-        try:
-            self.es.indices.create(index=self.index, settings=settings)
-        except BadRequestError as exc:
-            if exc.error != "resource_already_exists_exception":
-                raise
+        if not self.es.indices.exists(index=self.index):
+            settings = {"number_of_shards": 1, "auto_expand_replicas": "0-1"}
+            try:
+                self.es.indices.create(index=self.index, settings=settings)
+            except BadRequestError as exc:
+                if exc.error != "resource_already_exists_exception":
+                    raise
+        # Another component's process may have created it a moment ago: its shard may still
+        # be starting (a read then answers 503), so wait for it.
+        self.es.cluster.health(index=self.index, wait_for_status="yellow", timeout="60s")

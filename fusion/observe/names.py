@@ -64,6 +64,12 @@ NAIVE_ES_REQUESTS = "naive.es_requests"
 NAIVE_WASTED = "naive.wasted"  # lookups that found a source missing
 NAIVE_DLQ = "naive.dlq"
 
+# Every task's writer (the executors' JVM): a batch found published already, Kafka
+# calls retried within the budget, records spilled to disk until the commit.
+TASKS_REPLAYED = "tasks.replayed"
+KAFKA_RETRIES = "kafka.retries"
+TASKS_SPILLED = "tasks.spilled_records"
+
 ES_RETRIES = "es.retries"  # Elasticsearch requests retried, every stage's
 ES_REJECTED = "es.rejected"  # requests the nodes rejected (429) while the driver watched
 

@@ -99,7 +99,7 @@ def families(
         up.add_metric([server], 0 if alert in alerts else 1)
     pressure = [
         GaugeMetricFamily(
-            "fusion_es_backpressure",
+            "fusion_es_backpressure_active",
             "1 while Elasticsearch rejects requests (429, a thread pool's queue full)",
             value=1 if ES_BACKPRESSURE_ALERT in alerts else 0,
         ),

@@ -38,6 +38,9 @@ def classify(method: str, path: str, body: bytes) -> tuple[str, str]:
     return "other", parts[0] if parts and not parts[0].startswith("_") else ""
 
 
+LEASES = "-fusion-lease"  # fusion.core.config.PipelineConfig.lease_index
+
+
 class CountingProxy:
     """``with CountingProxy(es_url) as proxy:`` point clients at ``proxy.url``."""
 
@@ -99,19 +102,19 @@ class CountingProxy:
             self.statuses[(kind, index, status)] += 1
 
     def count(self, kind: str, index_prefix: str = "", status: int | None = None) -> int:
-        """Requests of ``kind`` to indexes starting with ``index_prefix`` [answered ``status``]."""
+        """Requests of ``kind`` to indexes starting with ``index_prefix`` [answered ``status``].
+
+        Not those to a pipeline's lease index (``<name>-fusion-lease``): a `fusion run`
+        reads its leases, which are no lookup of the pipeline's.
+        """
+
+        def wanted(k: str, i: str) -> bool:
+            return k == kind and i.startswith(index_prefix) and not i.endswith(LEASES)
+
         with self._lock:
             if status is None:
-                return sum(
-                    n
-                    for (k, i), n in self.requests.items()
-                    if k == kind and i.startswith(index_prefix)
-                )
-            return sum(
-                n
-                for (k, i, s), n in self.statuses.items()
-                if k == kind and i.startswith(index_prefix) and s == status
-            )
+                return sum(n for (k, i), n in self.requests.items() if wanted(k, i))
+            return sum(n for (k, i, s), n in self.statuses.items() if wanted(k, i) and s == status)
 
     def fail_with(self, status: int | None) -> None:
         """From now on answer every request with ``status`` (None: forward them again)."""

@@ -169,7 +169,7 @@ def test_a_storm_of_429s_shows_on_the_status_line_status_and_prometheus_and_lose
             )
             counts = run.metrics.counts()
         assert seen["line"].startswith("[Elasticsearch rejecting requests (429"), seen["line"]
-        gauge = next(f for f in seen["prometheus"] if f.name == "fusion_es_backpressure")
+        gauge = next(f for f in seen["prometheus"] if f.name == "fusion_es_backpressure_active")
         assert gauge.samples[0].value == 1
         assert "[alert] Elasticsearch rejecting requests now (429" in seen["status"]
         assert counts.get(ES_REJECTED, 0) > 0

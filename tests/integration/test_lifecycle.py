@@ -28,6 +28,7 @@ from fusion.elastic import client as es_client
 from fusion.elastic.bulk import Target, write_documents
 from fusion.elastic.retry import RetryPolicy
 from fusion.enricher.task import EnrichedDoc
+from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.ops import explain, status
 from tests.integration.pipelines import (
@@ -208,11 +209,17 @@ def test_a_stale_replay_never_overwrites_a_newer_enriched_document(
     assert enriched_docs(settings, story.config)["U1"] == latest
 
 
+def _event_of(events: list[tuple[str | None, Any]], key: str) -> dict[str, Any]:
+    (event,) = [value for k, value in events if k == key]
+    return dict(event)
+
+
 def test_explain_a_complete_key(story: Story) -> None:
     report = story.explained["C1"]
     assert report["verdict"] == "enriched"
     assert all(s["in_elasticsearch"] and s["acked"] for s in report["sources"].values())
-    assert report["counter"]["fired_at"] is not None
+    # When the counter fired it: its ready event says the same.
+    assert report["counter"]["fired_at"] == _event_of(story.ready, "C1")["fired_at"]
     assert report["enriched"]["up_to_date"] is True
     assert "C1" in explain.render(report) and "ENRICHED" in explain.render(report)
 
@@ -220,7 +227,7 @@ def test_explain_a_complete_key(story: Story) -> None:
 def test_explain_an_incomplete_key(story: Story) -> None:
     report = story.explained["E1"]
     assert report["verdict"] == "partial"
-    assert report["counter"]["expired_at"] is not None
+    assert report["counter"]["expired_at"] == _event_of(story.incomplete, "E1")["expired_at"]
     assert report["counter"]["missing"] == ["insurance", "notes"]
     assert report["sources"]["insurance"] == {
         "required": True,
@@ -251,8 +258,15 @@ def test_status_counts_every_stage(story: Story) -> None:
     assert report["counter"]["pending_keys"] == 0
     assert report["counter"]["lag"] == 0
     assert report["enricher"]["partial"] == 2 and report["enricher"]["updated"] == 1
-    assert report["enricher"]["es_requests_per_key"] is not None
-    assert report["enricher"]["latency_p99_seconds"] is not None
+    # Requests per enriched document; latencies within the buckets the run counted into.
+    figures = Figures(story.metrics.counts())
+    enriched = report["enricher"]["enriched"]
+    assert enriched > 0
+    assert report["enricher"]["es_requests_per_key"] == round(
+        report["enricher"]["es_requests"] / enriched, 4
+    )
+    p50, p99 = report["enricher"]["latency_p50_seconds"], report["enricher"]["latency_p99_seconds"]
+    assert 0 < p50 <= p99 <= max(bound for bound, n in figures.latency_buckets() if n)
     assert "pending keys 0" in status.render(report)
 
 

@@ -50,6 +50,7 @@ from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
 from fusion.kafka import lag
+from fusion.observe import names
 from fusion.spark import memory_limits
 
 SOURCES = 4
@@ -174,7 +175,7 @@ def _run(
         driver_python_peak_mb=watch.peaks.get("driver"),
         jvm_heap_limit_mb=limits.get("heap"),
         jvm_direct_limit_mb=limits.get("direct"),
-        spilled_records=counts.get("tasks.spilled_records", 0),
+        spilled_records=counts.get(names.TASKS_SPILLED, 0),
         enriched=enriched,
         seconds=round(seconds, 1),
     )

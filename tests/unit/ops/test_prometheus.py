@@ -111,7 +111,8 @@ def test_names_follow_prometheus_conventions() -> None:
         assert not family.name.endswith("_total")  # the client adds it to counters
         assert "_ms" not in family.name and "millis" not in family.name  # base units
         if family.type == "gauge":
-            assert family.name.endswith(("_keys", "_records", "_up"))
+            # A count, or a state that holds now (1) or not (0).
+            assert family.name.endswith(("_keys", "_records", "_up", "_active"))
         assert family.documentation
 
 

@@ -15,6 +15,11 @@ public final class MetricNames {
   public static final String COUNTER_INCOMPLETE = "counter.incomplete";
   public static final String COUNTER_DLQ = "counter.dlq";
 
+  /** What every task's writer counts: a batch found published, Kafka calls retried, spilled. */
+  public static final String TASKS_REPLAYED = "tasks.replayed";
+  public static final String KAFKA_RETRIES = "kafka.retries";
+  public static final String TASKS_SPILLED = "tasks.spilled_records";
+
   /** A deadline bucket's timers: clock.&lt;bucket ms&gt;, set and cleared. */
   public static final String CLOCK_PREFIX = "clock.";
 }

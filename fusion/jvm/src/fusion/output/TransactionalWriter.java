@@ -2,6 +2,7 @@ package fusion.output;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import fusion.contract.MetricNames;
 import java.io.IOException;
 import java.io.Serializable;
 import java.nio.file.Files;
@@ -123,12 +124,12 @@ public final class TransactionalWriter
           out.add(countRow(name, value, executor));
         }
       });
-      out.add(countRow("tasks.replayed", written ? 0L : 1L, executor));
+      out.add(countRow(MetricNames.TASKS_REPLAYED, written ? 0L : 1L, executor));
       if (retries > 0) {
-        out.add(countRow("kafka.retries", retries, executor));
+        out.add(countRow(MetricNames.KAFKA_RETRIES, retries, executor));
       }
       if (spilled > 0) {
-        out.add(countRow("tasks.spilled_records", spilled, executor));
+        out.add(countRow(MetricNames.TASKS_SPILLED, spilled, executor));
       }
       return out;
     }

@@ -43,6 +43,7 @@ final class Writer {
   private final String id;
   private final Map<String, String> kafka;
   private final String markersTopic;
+  static final long BLOCK_MS = 10_000;
   private final long budgetMs;
   private KafkaProducer<byte[], byte[]> producer;
   private KafkaProducer<byte[], byte[]> crashed; // left open by a simulated crash
@@ -162,7 +163,9 @@ final class Writer {
     props.put("enable.idempotence", "true");
     props.put("transaction.timeout.ms", String.valueOf(budgetMs));
     props.put("linger.ms", "5");
-    props.put("max.block.ms", String.valueOf(Math.min(budgetMs, 60_000)));
+    // A call blocks this long at most, then the publish loop retries it with backoff (each
+    // retry counted, kafka.retries) until the budget: an outage is retried, not waited out.
+    props.put("max.block.ms", String.valueOf(Math.min(budgetMs, BLOCK_MS)));
     props.put("delivery.timeout.ms", String.valueOf(Math.max(budgetMs, 120_000)));
     props.put("key.serializer", ByteArraySerializer.class.getName());
     props.put("value.serializer", ByteArraySerializer.class.getName());

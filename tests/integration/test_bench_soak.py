@@ -1,0 +1,40 @@
+"""`fusion bench --soak` end to end, in a minute: its mechanics, not this machine's figures.
+
+The pipeline is fed at a rate any machine keeps up with, killed with SIGKILL
+once half way, and restarted; the hour-long soak's figures are in
+bench/reference (docs/benchmark.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fusion.bench.runs import soak, soak_report
+from fusion.core.settings import Settings
+
+
+def test_a_short_soak_kills_restarts_and_reports_nothing_lost_nothing_twice(
+    settings: Settings, tmp_path: Path
+) -> None:
+    options = soak.SoakOptions(
+        minutes=1.0,
+        window_minutes=0.5,
+        kill_every_minutes=0.5,
+        es_restart_minute=None,
+        rate=15.0,
+        sources=3,
+        drain_seconds=240.0,
+    )
+
+    report = soak.run_soak(settings, options)
+
+    assert report["keys_sent"] == 15 * 60
+    assert report["keys_lost"] == 0 and report["duplicate_fires"] == 0, report
+    assert len(report["kills"]) == 1 and report["es_restart"] == "not planned"
+    assert [w["start_minute"] for w in report["windows"]] == [0, 0.5]
+    assert all(w["keys"] and w["latency_p99_seconds"] for w in report["windows"])
+    samples = report["samples"]
+    assert samples and all(s["pipeline_rss_mb"] > 0 and s["state_keys"] >= 0 for s in samples)
+    assert set(report["flatness"]) == set(soak_report.SERIES)
+    json_path, md_path = soak_report.write_report(report, tmp_path)
+    assert json_path.exists() and "**fired twice 0**" in md_path.read_text()

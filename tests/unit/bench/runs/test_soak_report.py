@@ -1,0 +1,82 @@
+"""The soak's windows, trends and verdicts (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fusion.bench.runs.soak_report import (
+    FLAT_SHARE,
+    Sample,
+    flatness,
+    markdown,
+    slope_per_hour,
+    windows,
+)
+
+
+def _sample(at: float, rss: float) -> Sample:
+    return Sample(at, pipeline_rss_mb=rss, servers_rss_mb=2_000, state_keys=500, lag_records=3)
+
+
+def test_windows_take_the_keys_sent_in_them_and_average_the_samples() -> None:
+    samples = [_sample(10, 1_000), _sample(50, 1_100), _sample(70, 1_200)]
+    latencies = [(5.0, 1.0), (30.0, 2.0), (59.9, 9.0), (61.0, 0.5)]
+    rows = windows(samples, latencies, window=60, duration=120)
+    assert [row["start_minute"] for row in rows] == [0, 1]
+    assert rows[0]["keys"] == 3 and rows[0]["latency_p99_seconds"] == 9.0
+    assert rows[0]["pipeline_rss_mb"] == 1_050 and rows[1]["pipeline_rss_mb"] == 1_200
+    assert rows[1]["latency_p99_seconds"] == 0.5
+
+
+def test_the_slope_is_per_hour_and_zero_for_a_level_series() -> None:
+    assert slope_per_hour([(0, 5.0), (5, 5.0), (10, 5.0)]) == 0
+    assert slope_per_hour([(0, 0.0), (30, 10.0), (60, 20.0)]) == pytest.approx(20.0)
+    assert slope_per_hour([(5, 1.0)]) == 0
+
+
+def test_a_leak_is_not_flat_a_level_with_kills_is() -> None:
+    level = [
+        {"start_minute": m, "pipeline_rss_mb": 1_000 + (40 if m % 10 else 0)}
+        for m in range(0, 60, 5)
+    ]
+    leak = [{"start_minute": m, "pipeline_rss_mb": 1_000 + 10 * m} for m in range(0, 60, 5)]
+    assert flatness(level)["pipeline_rss_mb"]["flat"]
+    verdict = flatness(leak)["pipeline_rss_mb"]
+    assert not verdict["flat"] and verdict["slope_per_hour"] == pytest.approx(600)
+    assert verdict["bound_per_hour"] == pytest.approx(FLAT_SHARE * verdict["mean"])
+
+
+def test_the_first_window_is_left_out() -> None:
+    warming = [{"start_minute": 0, "state_keys": 0.0}] + [
+        {"start_minute": m, "state_keys": 50_000.0} for m in range(5, 60, 5)
+    ]
+    assert flatness(warming)["state_keys"] == {
+        "mean": 50_000.0,
+        "slope_per_hour": 0.0,
+        "bound_per_hour": 5_000.0,
+        "flat": True,
+    }
+
+
+def test_the_report_says_what_ran_and_each_verdict() -> None:
+    rows = [{"start_minute": 0, "keys": 10.0, "latency_p99_seconds": 1.0}]
+    report = {
+        "options": {"minutes": 60, "sources": 4, "state_ttl": "2m", "kill_every_minutes": 10},
+        "rate": 400.0,
+        "rate_reason": "given",
+        "commit": "abc1234",
+        "date": "2026-11-26",
+        "machine": {"cores": 2},
+        "kills": [10.0, 20.0],
+        "es_restart": "stopped and started again at 25.0 min",
+        "keys_sent": 100,
+        "keys_enriched": 100,
+        "keys_lost": 0,
+        "duplicate_fires": 0,
+        "drain_seconds": 12.0,
+        "windows": rows,
+        "flatness": flatness(rows),
+    }
+    text = markdown(report)
+    assert "**lost 0**" in text and "**fired twice 0**" in text and "(2 kills)" in text
+    assert "| latency_p99_seconds |" in text and "| 0 | 10 | 1.00 |" in text
