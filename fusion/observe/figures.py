@@ -116,7 +116,8 @@ class Figures:
 
     @property
     def state_keys(self) -> int:
-        return self._get(names.state_rows("counter"))
+        """Rows in the counter's state: the counter query's, or the single query's."""
+        return self._get(names.state_rows("counter")) + self._get(names.state_rows("single"))
 
     @property
     def ready(self) -> int:

@@ -84,3 +84,11 @@ def test_a_key_reported_incomplete_then_fired_late_is_not_subtracted_twice() -> 
     counts = {"counter.keys": 3, "counter.fired": 2, "counter.incomplete": 1}
 
     assert Figures(counts | {"counter.fired_late": 1}).pending_keys == 1
+
+
+def test_the_counters_state_is_read_from_whichever_query_keeps_it() -> None:
+    from fusion.observe import names
+
+    # The single query keeps the counter's state in the default layout; stages, the counter.
+    assert Figures({names.state_rows("single"): 12}).state_keys == 12
+    assert Figures({names.state_rows("counter"): 7}).state_keys == 7
