@@ -238,7 +238,9 @@ class Soak:
             state = self._state_keys()
             if run is None or run.process is None or state is None:
                 continue  # between a kill and the restart: no pipeline to read
-            pids = procfs.descendants(run.process.pid)
+            resident = sum(procfs.rss_mb(p) or 0 for p in procfs.descendants(run.process.pid))
+            if not resident:
+                continue  # the process just killed, its successor not yet ours
             try:
                 behind = lag.behind(self.config, self.stages)
             except Exception:
@@ -246,7 +248,7 @@ class Soak:
             self.samples.append(
                 Sample(
                     at=time.time() - self.start,
-                    pipeline_rss_mb=float(sum(procfs.rss_mb(p) or 0 for p in pids)),
+                    pipeline_rss_mb=float(resident),
                     servers_rss_mb=float(servers_rss_mb(self.config)),
                     state_keys=float(state),
                     lag_records=float(behind),
