@@ -91,7 +91,8 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
     TransactionalWriter.Outcome outcome =
         TransactionalWriter.publishPartition(spec, query, batch, task, records, counts);
     List<Row> out = new ArrayList<>(acks);
-    outcome.counts().forEach((name, value) -> out.add(count(name, value, outcome.executor())));
+    // The writer's own counts too (a batch found published, Kafka calls retried, spilled).
+    outcome.allCounts().forEach((name, value) -> out.add(count(name, value, outcome.executor())));
     return out.iterator();
   }
 

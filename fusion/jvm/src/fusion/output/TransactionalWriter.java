@@ -119,17 +119,24 @@ public final class TransactionalWriter
      */
     public List<String> countRows() {
       List<String> out = new ArrayList<>();
+      allCounts().forEach((name, value) -> out.add(countRow(name, value, executor)));
+      return out;
+    }
+
+    /** Every count of the task: its own (but zeros), and the writer's of its publishing. */
+    public Map<String, Long> allCounts() {
+      Map<String, Long> out = new java.util.LinkedHashMap<>();
       counts.forEach((name, value) -> {
         if (value != 0) {
-          out.add(countRow(name, value, executor));
+          out.put(name, value);
         }
       });
-      out.add(countRow(MetricNames.TASKS_REPLAYED, written ? 0L : 1L, executor));
+      out.put(MetricNames.TASKS_REPLAYED, written ? 0L : 1L);
       if (retries > 0) {
-        out.add(countRow(MetricNames.KAFKA_RETRIES, retries, executor));
+        out.put(MetricNames.KAFKA_RETRIES, (long) retries);
       }
       if (spilled > 0) {
-        out.add(countRow(MetricNames.TASKS_SPILLED, spilled, executor));
+        out.put(MetricNames.TASKS_SPILLED, (long) spilled);
       }
       return out;
     }
