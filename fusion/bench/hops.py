@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
@@ -43,25 +43,21 @@ class KeyTimes:
     enriched: float | None
 
 
-class TopicTimes:
-    """Reads the source, ack, ready and enriched topics in a thread: each record's timestamp.
+class TopicFollower:
+    """Reads topics from their beginning in a thread; a subclass notes each keyed record.
 
-    Only the first record of each key (and source) counts: a replayed or
-    duplicated record does not move a key's times.
+    Each keeps, at least, when each key's first enriched record arrived.
     """
 
-    def __init__(self, config: PipelineConfig) -> None:
+    def __init__(self, config: PipelineConfig, topics: list[str], name: str) -> None:
         self.config = config
-        self._sources = config.source_of_topic
-        self._source: dict[tuple[str, str], float] = {}
-        self._ack: dict[tuple[str, str], float] = {}
-        self._ready: dict[str, float] = {}
+        self.topics = topics
         self._enriched: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, name="topic-times", daemon=True)
+        self._thread = threading.Thread(target=self._read, name=name, daemon=True)
 
-    def __enter__(self) -> TopicTimes:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -70,9 +66,31 @@ class TopicTimes:
         self._thread.join(timeout=30)
 
     def enriched(self, keys: Iterable[str]) -> dict[str, float]:
-        """The enriched record's timestamp of each of ``keys`` that has one."""
+        """The (first) enriched record's timestamp of each of ``keys`` that has one."""
         with self._lock:
             return {k: self._enriched[k] for k in keys if k in self._enriched}
+
+    def _read(self) -> None:
+        follow(self.config, self.topics, self._lock, self._note, self._stop)
+
+    def _note(self, message: Any) -> None:
+        raise NotImplementedError
+
+
+class TopicTimes(TopicFollower):
+    """Reads the source, ack, ready and enriched topics in a thread: each record's timestamp.
+
+    Only the first record of each key (and source) counts: a replayed or
+    duplicated record does not move a key's times.
+    """
+
+    def __init__(self, config: PipelineConfig) -> None:
+        self._sources = config.source_of_topic
+        topics = [*self._sources, config.acks_topic, config.ready_topic, config.enriched_topic]
+        super().__init__(config, topics, "topic-times")
+        self._source: dict[tuple[str, str], float] = {}
+        self._ack: dict[tuple[str, str], float] = {}
+        self._ready: dict[str, float] = {}
 
     def of(self, key: str) -> KeyTimes:
         with self._lock:
@@ -83,28 +101,6 @@ class TopicTimes:
                 self._ready.get(key),
                 self._enriched.get(key),
             )
-
-    def _read(self) -> None:
-        config = self.config
-        consumer = kafka_client.consumer(config.kafka, f"bench-hops-{uuid.uuid4().hex}")
-        topics = [*self._sources, config.acks_topic, config.ready_topic, config.enriched_topic]
-        listed = consumer.list_topics(timeout=30).topics
-        consumer.assign(
-            [
-                TopicPartition(topic, partition, OFFSET_BEGINNING)
-                for topic in topics
-                for partition in listed[topic].partitions
-            ]
-        )
-        try:
-            while not self._stop.is_set():
-                messages = consumer.consume(num_messages=5_000, timeout=0.5)
-                with self._lock:
-                    for message in messages:
-                        if message.error() is None and message.key() is not None:
-                            self._note(message)
-        finally:
-            consumer.close()
 
     def _note(self, message: Any) -> None:
         config = self.config
@@ -121,6 +117,35 @@ class TopicTimes:
                 self._ready.setdefault(key, stamp)
         elif topic == config.enriched_topic:
             self._enriched.setdefault(key, stamp)
+
+
+def follow(
+    config: PipelineConfig,
+    topics: list[str],
+    lock: threading.Lock,
+    note: Callable[[Any], None],
+    stop: threading.Event,
+) -> None:
+    """Read ``topics`` from their beginning (committed records) until ``stop``; ``note`` each
+    keyed record, under ``lock``."""
+    consumer = kafka_client.consumer(config.kafka, f"bench-follow-{uuid.uuid4().hex}")
+    listed = consumer.list_topics(timeout=30).topics
+    consumer.assign(
+        [
+            TopicPartition(topic, partition, OFFSET_BEGINNING)
+            for topic in topics
+            for partition in listed[topic].partitions
+        ]
+    )
+    try:
+        while not stop.is_set():
+            messages = consumer.consume(num_messages=5_000, timeout=0.5)
+            with lock:
+                for message in messages:
+                    if message.error() is None and message.key() is not None:
+                        note(message)
+    finally:
+        consumer.close()
 
 
 def _json_field(value: bytes | None, name: str) -> Any:

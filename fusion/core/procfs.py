@@ -66,20 +66,18 @@ def cmdline(pid: int | str) -> list[bytes] | None:
 
 def peak_mb(pid: int | str) -> int | None:
     """The kernel's high-water mark of the process's resident memory (``VmHWM``), in MB."""
-    try:
-        for line in (PROC / str(pid) / "status").read_text().splitlines():
-            if line.startswith("VmHWM"):
-                return int(line.split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return _status_mb(pid, "VmHWM")
 
 
 def rss_mb(pid: int | str) -> int | None:
     """The process's resident memory now (``VmRSS``), in MB."""
+    return _status_mb(pid, "VmRSS")
+
+
+def _status_mb(pid: int | str, field: str) -> int | None:
     try:
         for line in (PROC / str(pid) / "status").read_text().splitlines():
-            if line.startswith("VmRSS"):
+            if line.startswith(field):
                 return int(line.split()[1]) // 1024
     except (OSError, ValueError, IndexError):
         return None

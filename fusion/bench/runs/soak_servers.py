@@ -10,70 +10,26 @@ are neither measured nor restarted, and the report says so.
 
 from __future__ import annotations
 
-import threading
-import uuid
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
+from fusion.bench.hops import TopicFollower
 from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.infra.runtime import LocalRuntime
-from fusion.kafka import client as kafka_client
 
 
-class Outputs:
+class Outputs(TopicFollower):
     """The ready topic's fires per key and the enriched topic's first record per key."""
 
     def __init__(self, config: PipelineConfig) -> None:
-        self.config = config
+        super().__init__(config, [config.ready_topic, config.enriched_topic], "soak-outputs")
         self._fires: Counter[str] = Counter()
-        self._enriched: dict[str, float] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, name="soak-outputs", daemon=True)
-
-    def __enter__(self) -> Outputs:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def enriched(self, keys: Iterable[str]) -> dict[str, float]:
-        """The first enriched record's timestamp of each of ``keys`` that has one."""
-        with self._lock:
-            return {k: self._enriched[k] for k in keys if k in self._enriched}
 
     def duplicate_fires(self) -> int:
         """Keys with more than one ready event on the committed ready topic."""
         with self._lock:
             return sum(1 for count in self._fires.values() if count > 1)
-
-    def _read(self) -> None:
-        config = self.config
-        consumer = kafka_client.consumer(config.kafka, f"bench-soak-{uuid.uuid4().hex}")
-        topics = [config.ready_topic, config.enriched_topic]
-        listed = consumer.list_topics(timeout=30).topics
-        consumer.assign(
-            [
-                TopicPartition(topic, partition, OFFSET_BEGINNING)
-                for topic in topics
-                for partition in listed[topic].partitions
-            ]
-        )
-        try:
-            while not self._stop.is_set():
-                messages = consumer.consume(num_messages=5_000, timeout=0.5)
-                with self._lock:
-                    for message in messages:
-                        if message.error() is None and message.key() is not None:
-                            self._note(message)
-        finally:
-            consumer.close()
 
     def _note(self, message: Any) -> None:
         key = message.key().decode()
