@@ -143,6 +143,7 @@ class Soak:
         self.samples: list[Sample] = []
         self.kills: list[float] = []
         self.es_restart = "not planned"
+        self.restarts: list[float] = []  # when (s) Elasticsearch was restarted
         self.start = 0.0
         self.stages = pipeline.select(config, None).queries(config)
         self.run_process: PipelineProcess | None = None
@@ -167,7 +168,10 @@ class Soak:
             self.run_process.__exit__(None, None, None)
         enriched = outputs.enriched(self.sent)
         latencies = [(self.sent[k] - self.start, at - self.sent[k]) for k, at in enriched.items()]
-        rows = windows(self.samples, latencies, self.options.window_minutes * 60, duration)
+        disturbed = [minute * 60 for minute in self.kills] + self.restarts
+        rows = windows(
+            self.samples, latencies, self.options.window_minutes * 60, duration, disturbed
+        )
         return {
             "keys_sent": len(self.sent),
             "keys_enriched": len(enriched),
@@ -216,6 +220,7 @@ class Soak:
             ):
                 self.on_step(f"restarting Elasticsearch at {elapsed / 60:.1f} min")
                 self.es_restart = restart_elasticsearch(self.config) + f" at {elapsed / 60:.1f} min"
+                self.restarts.append(elapsed)
             self.run_process.check()
             time.sleep(1.0)
 

@@ -80,3 +80,35 @@ def test_the_report_says_what_ran_and_each_verdict() -> None:
     text = markdown(report)
     assert "**lost 0**" in text and "**fired twice 0**" in text and "(2 kills)" in text
     assert "| latency_p99_seconds |" in text and "| 0 | 10 | 1.00 |" in text
+
+
+def test_latency_and_lag_are_held_to_flat_over_the_windows_without_a_kill() -> None:
+    rows = windows(
+        [_sample(at, 1_000) for at in range(10, 600, 10)],
+        [(at, 30.0 if 300 <= at < 360 else 1.0) for at in range(600)],
+        window=60,
+        duration=600,
+        disturbances=[310.0],
+    )
+    assert [row["disturbed"] for row in rows].count(1.0) == 1 and rows[5]["disturbed"]
+    verdict = flatness(rows)["latency_p99_seconds"]
+    assert verdict["flat"] and verdict["mean"] == 1.0  # the kill's window is its own story
+    assert "| 5* |" in markdown(
+        {
+            "options": {"minutes": 10, "sources": 2, "state_ttl": "2m", "kill_every_minutes": 5},
+            "rate": 1.0,
+            "rate_reason": "given",
+            "commit": "c",
+            "date": "d",
+            "machine": {},
+            "kills": [5.1],
+            "es_restart": "not planned",
+            "keys_sent": 1,
+            "keys_enriched": 1,
+            "keys_lost": 0,
+            "duplicate_fires": 0,
+            "drain_seconds": 1.0,
+            "windows": rows,
+            "flatness": flatness(rows),
+        }
+    )
