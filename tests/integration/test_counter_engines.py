@@ -52,18 +52,21 @@ RULES = [
 STEPS = 14
 # Acks that make the rarer decisions happen whatever the batches' timing, by step: a U key
 # has b and c, then a (required, no timeout: due at state_ttl) in the next step, which comes
-# soon (SHORT): a timer registered, then deleted. V fires and then changes (updated); L
+# soon (SHORT): a timer registered, then deleted. V fires and then changes (updated), three
+# times: a slow machine may let one V's state expire between its two steps; L
 # misses b's deadline and gets b after step 5's long pause (late).
 SCRIPT: dict[int, list[tuple[str, str, int, str]]] = {
     0: [("U-0", "b", 1, "d1"), ("U-0", "c", 1, "d1")]
     + [("V-0", source, 1, "d1") for source in SOURCES],
     1: [("U-0", "a", 1, "d1"), ("V-0", "a", 2, "d2")],
-    2: [("U-1", "b", 1, "d1"), ("U-1", "c", 1, "d1")],
-    3: [("U-1", "a", 1, "d1")],
+    2: [("U-1", "b", 1, "d1"), ("U-1", "c", 1, "d1")]
+    + [("V-1", source, 1, "d1") for source in SOURCES],
+    3: [("U-1", "a", 1, "d1"), ("V-1", "b", 2, "d2")],
     4: [("L-0", "a", 1, "d1")],
     6: [("L-0", "b", 1, "d1")],
-    7: [("U-2", "b", 1, "d1"), ("U-2", "c", 1, "d1")],
-    8: [("U-2", "a", 1, "d1")],
+    7: [("U-2", "b", 1, "d1"), ("U-2", "c", 1, "d1")]
+    + [("V-2", source, 1, "d1") for source in SOURCES],
+    8: [("U-2", "a", 1, "d1"), ("V-2", "c", 2, "d2")],
 }
 SHORT = {0, 2, 4, 7}
 

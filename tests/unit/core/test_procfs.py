@@ -30,16 +30,19 @@ def test_a_driver_started_by_a_big_process_reports_its_own_peak() -> None:
 
 
 def test_a_process_is_read_as_the_kernel_sees_it() -> None:
+    program = "import sys; print('up', flush=True); sys.stdin.read()"
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+        [sys.executable, "-c", program], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     try:
+        # Popen returns once exec began; the kernel fills the new command line a moment later.
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
         found = procfs.stat(child.pid)
         assert found is not None and found.ppid == os.getpid() and found.pgrp == os.getpgrp()
         assert procfs.cmdline(child.pid) == [
             sys.executable.encode(),
             b"-c",
-            b"import sys; sys.stdin.read()",
+            program.encode(),
         ]
         assert child.pid in procfs.descendants(os.getpid()) and child.pid in procfs.pids()
     finally:
