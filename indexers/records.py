@@ -8,9 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from fusion.core.config import RESERVED_FIELD
+from fusion.core.config_values import SourceFormat, key_spec
 from fusion.core.events import DeadLetter
-
-MAX_KEY_BYTES = 512  # Elasticsearch rejects _id values longer than 512 bytes.
+from indexers.changes import NotAChange, change_of
+from indexers.keys import KeyError_, key_of
 
 
 @dataclass(frozen=True)
@@ -21,10 +23,32 @@ class RawRecord:
     topic: str
     partition: int
     offset: int
+    key: bytes | None = None  # the Kafka record key
 
     @property
     def where(self) -> tuple[str, int, int]:
         return (self.topic, self.partition, self.offset)
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """A change event that deletes its source's row of ``key``."""
+
+    key: str
+    topic: str
+    partition: int
+    offset: int
+
+    @property
+    def where(self) -> tuple[str, int, int]:
+        return (self.topic, self.partition, self.offset)
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A record without a value on a change-event topic: the compacted topic's delete."""
+
+    where: tuple[str, int, int]
 
 
 @dataclass(frozen=True)
@@ -38,6 +62,7 @@ class SourceRecord:
     offset: int
     original: bytes
     digest: str  # of the content (content_digest), for the ack
+    stored_key: bool = False  # the key goes into the document too (fusion.key)
 
     @property
     def where(self) -> tuple[str, int, int]:
@@ -55,7 +80,12 @@ class SourceRecord:
         it can be); a number JSON cannot spell (``1e999`` read as infinity) goes
         as ``Infinity``, which Elasticsearch refuses: a dead letter with its reason.
         """
-        if json.detect_encoding(self.original) == "utf-8":
+        if self.stored_key:
+            own = self.doc.get(RESERVED_FIELD)
+            kept = {**(own if isinstance(own, dict) else {}), "key": self.key}
+            doc = {**self.doc, RESERVED_FIELD: kept}
+            return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+        if self.original and json.detect_encoding(self.original) == "utf-8":
             return self.original
         return json.dumps(self.doc, ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -70,13 +100,31 @@ class SourceRecord:
         return self.offset + 1
 
 
-def parse(raw: RawRecord, source: str, key_field: str, max_bytes: int) -> SourceRecord | DeadLetter:
-    """Decode one record, or say why it cannot be indexed."""
+Parsed = SourceRecord | Deletion | Tombstone | DeadLetter
+
+
+def parse(
+    raw: RawRecord,
+    source: str,
+    key: str,
+    max_bytes: int,
+    fmt: SourceFormat = "json",
+    store_key: bool = False,
+) -> Parsed:
+    """Decode one record, or say why it cannot be indexed.
+
+    ``key``: where the join key is (:mod:`indexers.keys`); ``fmt``: the value's
+    format, ``json`` (the document itself) or ``debezium`` (a change event whose
+    row is the document, :mod:`indexers.changes`); ``store_key``: the document
+    keeps its key in ``fusion.key`` (its key is no top-level field of it).
+    """
 
     def dead(reason: str, key: str | None = None) -> DeadLetter:
         return DeadLetter.of(reason, "indexer", source, raw.where, raw.value, key)
 
     if raw.value is None:
+        if fmt == "debezium":
+            return Tombstone(raw.where)  # how a compacted topic forgets a deleted row
         return dead("empty value (null Kafka record value)")
     if len(raw.value) > max_bytes:
         return dead(f"record of {len(raw.value)} bytes exceeds the {max_bytes}-byte limit")
@@ -86,48 +134,36 @@ def parse(raw: RawRecord, source: str, key_field: str, max_bytes: int) -> Source
         # ValueError: not JSON, not Unicode, or a number Python will not convert (an
         # integer of over 4,300 digits); RecursionError: nested deeper than the parser goes.
         return dead(f"invalid JSON: {_first_line(exc)}")
-    if not isinstance(doc, dict):
+    deleted = False
+    if fmt == "debezium":
+        try:
+            change = change_of(doc)
+        except NotAChange as exc:
+            return dead(str(exc))
+        doc, deleted = change.row, change.deleted
+    elif not isinstance(doc, dict):
         return dead(f"not a JSON object (got {type(doc).__name__})")
-    if key_field not in doc:
-        return dead(f"missing key field {key_field!r}")
-    key = doc[key_field]
-    if key is None:
-        return dead(f"key field {key_field!r} is null")
-    if isinstance(key, bool) or not isinstance(key, str | int):
-        return dead(f"key field {key_field!r} must be a string or an integer, got {_short(key)}")
     try:
-        # An integer key is its decimal text: 42 and "42" are the same key (docs/contracts.md).
-        key_text = str(key)
-        key_bytes = key_text.encode()
-    except (ValueError, RecursionError):
-        return dead(f"key field {key_field!r} is not valid Unicode (an unpaired surrogate)")
-    if not key_text or len(key_bytes) > MAX_KEY_BYTES:
-        return dead(f"key field {key_field!r} must be 1 to {MAX_KEY_BYTES} bytes long")
-    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in key_text):
-        # Control characters have no place in an id; the counter reserves one such key.
-        return dead(f"key field {key_field!r} contains a control character")
+        key_text = key_of(key_spec(key), doc, raw.key)
+    except KeyError_ as exc:
+        return dead(str(exc))
+    if deleted:
+        return Deletion(key_text, raw.topic, raw.partition, raw.offset)
     try:
         digest = content_digest(doc)
     except (ValueError, RecursionError) as exc:
         # A string with an unpaired surrogate ("\ud800") parses, but is no Unicode text:
         # neither Elasticsearch nor the ack could carry it.
         return dead(f"not valid Unicode text: {_first_line(exc)}", key_text)
-    return SourceRecord(key_text, doc, raw.topic, raw.partition, raw.offset, raw.value, digest)
+    original = raw.value if fmt == "json" else b""
+    where = (raw.topic, raw.partition, raw.offset)
+    return SourceRecord(key_text, doc, *where, original, digest, store_key)
 
 
 def _first_line(exc: BaseException) -> str:
     """An exception's message, one line of at most 200 characters, whatever it held."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text[:200]
-
-
-def _short(value: Any) -> str:
-    """A value for a reason: its repr, cut to 100 characters (a key may be any JSON)."""
-    try:
-        text = repr(value)
-    except (ValueError, RecursionError):
-        text = f"a {type(value).__name__}"
-    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def latest_per_key(records: Iterable[SourceRecord]) -> list[SourceRecord]:

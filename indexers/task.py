@@ -24,14 +24,22 @@ from typing import TYPE_CHECKING
 
 from acks.contract import Ack
 from acks.kafka import ack_records
-from fusion.core.events import dead_letter_records, now_utc
+from fusion.core.config import STORED_KEY
+from fusion.core.events import DeadLetter, dead_letter_records, now_utc
 from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed, Target, write_documents
 from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
-from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
+from indexers.records import (
+    Deletion,
+    RawRecord,
+    SourceRecord,
+    Tombstone,
+    latest_per_key,
+    parse,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -55,6 +63,7 @@ class IndexPartition:
                 column(rows, "topic"),
                 column(rows, "partition"),
                 column(rows, "offset"),
+                column(rows, "key"),
                 strict=True,
             )
         ]
@@ -71,12 +80,21 @@ class Indexed(TaskOutput):
 def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     """Steps 1-4 of the module docstring for one Kafka partition's ``raws``."""
     config = job.config
+    spec = config.source(source)
     records: list[SourceRecord] = []
-    dead = []
+    dead: list[DeadLetter] = []
+    tombstones = 0
+    stores_key = config.sort_field(spec) == STORED_KEY
     for raw in raws:
-        parsed = parse(raw, source, config.key_field, config.max_record_bytes)
+        parsed = parse(
+            raw, source, config.key_of(spec), config.max_record_bytes, spec.format, stores_key
+        )
         if isinstance(parsed, SourceRecord):
             records.append(parsed)
+        elif isinstance(parsed, Tombstone):
+            tombstones += 1  # the compacted topic's half of a delete: nothing to index
+        elif isinstance(parsed, Deletion):
+            dead.append(_not_yet(source, parsed, raw.value))
         else:
             dead.append(parsed)
     crash_point("indexer.before_bulk")
@@ -104,9 +122,19 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         names.source_count(source, names.SOURCE_STALE): len(written.stale),
         names.source_count(source, names.SOURCE_BULK_REQUESTS): written.requests,
         names.source_count(source, names.SOURCE_ACKS): len(written.confirmed),
+        names.source_count(source, names.SOURCE_TOMBSTONES): tombstones,
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
     }
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
+
+
+def _not_yet(source: str, deletion: Deletion, value: bytes | None) -> DeadLetter:
+    """A delete, which this version does not apply: kept as a dead letter, with why."""
+    reason = (
+        "a delete of the source's row: Fusion does not apply deletes yet, so the row stays "
+        "in the source index and in the enriched document"
+    )
+    return DeadLetter.of(reason, "indexer", source, deletion.where, value, deletion.key)
 
 
 def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:

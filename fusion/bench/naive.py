@@ -94,10 +94,14 @@ class NaiveMatcher:
         dead: list[DeadLetter] = []
         for raw in raws:
             source = self.by_topic[raw.topic]
-            parsed = parse(raw, source.name, self.config.key_field, self.config.max_record_bytes)
+            parsed = parse(
+                raw, source.name, self.config.key_of(source), self.config.max_record_bytes
+            )
             if isinstance(parsed, DeadLetter):
                 dead.append(parsed)
                 continue
+            # The benchmark's baseline reads plain JSON sources only.
+            assert isinstance(parsed, SourceRecord), "the naive baseline reads JSON sources"
             turn = seen[parsed.key]
             seen[parsed.key] += 1
             if turn == len(rounds):

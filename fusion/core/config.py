@@ -29,10 +29,14 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from fusion.core.config_tables import PipelineSection, SourceConfig
+from fusion.core.config_values import key_spec
 from fusion.core.settings import Settings
 
 # The enriched document's object of Fusion's own fields (fired_at, versions, ...).
 RESERVED_FIELD = "fusion"
+# Where a source document keeps its join key when the key is not a top-level field of
+# it (a path, the Kafka record key): the index is walked in key order by it.
+STORED_KEY = f"{RESERVED_FIELD}.key"
 
 
 # Room for what a record carries besides its payload: a dead letter's metadata,
@@ -150,6 +154,18 @@ class PipelineConfig(Settings):
             if source.name == name:
                 return source
         raise KeyError(name)
+
+    def key_of(self, source: SourceConfig) -> str:
+        """Where ``source``'s join key is: its own ``key``, else ``[pipeline] key_field``."""
+        return source.key or self.pipeline.key_field
+
+    def sort_field(self, source: SourceConfig) -> str:
+        """The keyword field ``source``'s index is walked in key order by (reconcile, rebuild):
+        its key field when that is a top-level field of its documents, else :data:`STORED_KEY`."""
+        spec = key_spec(self.key_of(source))
+        if not spec.in_record_key and len(spec.path) == 1:
+            return spec.path[0]
+        return STORED_KEY
 
     def topic_of(self, source: SourceConfig) -> str:
         return source.topic or source.name

@@ -19,7 +19,9 @@ from fusion.core.config_values import (
     OnUpdate,
     PositiveDuration,
     RefreshInterval,
+    SourceFormat,
     TriggerInterval,
+    check_key,
     check_name,
 )
 
@@ -34,12 +36,20 @@ class SourceConfig(BaseModel):
     name: str
     topic: str | None = None
     index: str | None = None
+    # Where this source's join key is (indexers/keys.py), if not [pipeline] key_field.
+    key: str | None = None
+    format: SourceFormat = "json"
     fields: dict[str, FieldType] = Field(default_factory=dict)
     # Override the pipeline's defaults for this source (None: use [pipeline]'s).
     required: bool | None = None
     timeout: Duration = None
 
     _valid_name = field_validator("name")(check_name)
+
+    @field_validator("key")
+    @classmethod
+    def _check_key(cls, value: str | None) -> str | None:
+        return None if value is None else check_key(value)
 
 
 class PipelineSection(BaseModel):
@@ -122,4 +132,4 @@ class PipelineSection(BaseModel):
     def _check_key_field(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must name the field that holds the join key")
-        return value
+        return check_key(value)

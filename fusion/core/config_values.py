@@ -6,7 +6,9 @@ when the config is built, with a message that names the fix.
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator
@@ -45,6 +47,48 @@ Layout = Literal["single", "stages"]
 # first use) or the Python one (the decisions' specification itself, several times
 # slower: every state call is a round trip to Spark's state server).
 CounterEngine = Literal["jvm", "python"]
+
+
+# How a source's records are written: JSON documents, or Debezium's change events
+# (the envelope, with or without its converter's wrapper, or ExtractNewRecordState's rows).
+SourceFormat = Literal["json", "debezium"]
+
+
+RECORD_KEY = "record_key"  # a key location in the Kafka record key, not the value
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """Where a source's join key is: in the record key or the value, and the path in it."""
+
+    in_record_key: bool
+    path: tuple[str, ...]  # empty: the whole record key
+
+    @property
+    def text(self) -> str:
+        head = (RECORD_KEY,) if self.in_record_key else ()
+        return ".".join((*head, *self.path))
+
+
+@functools.lru_cache(maxsize=256)
+def key_spec(text: str) -> KeySpec:
+    """The key location a ``key`` string names: a dotted path in the value
+    (``after.order_id``), ``record_key`` (the Kafka key as a string) or
+    ``record_key.<path>`` (a path in the Kafka key's JSON); ValueError if none."""
+    parts = tuple(text.split("."))
+    if not text.strip() or any(not part.strip() for part in parts):
+        raise ValueError(
+            f"{text!r} names no key: a field ('txn_id'), a dotted path ('after.order_id'), "
+            "'record_key' or 'record_key.<field>'"
+        )
+    if parts[0] == RECORD_KEY:
+        return KeySpec(True, parts[1:])
+    return KeySpec(False, parts)
+
+
+def check_key(value: str) -> str:
+    key_spec(value)
+    return value
 
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")

@@ -65,6 +65,7 @@ def initial_state(spark: SparkSession, config: PipelineConfig) -> DataFrame:
 def documents(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """Each source document in Elasticsearch: key, source, version, content digest."""
     parts = _slices(spark, [(config.index_of(s), s.name) for s in config.sources])
+    # (The enriched index is walked by the pipeline's key_field, its documents' own.)
     return parts.mapInArrow(partial(_scan, config), DOC_SCHEMA)
 
 
@@ -163,7 +164,8 @@ def _hits(
     retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
     for batch in batches:
         for index, source, n, slices in zip(*batch.to_pydict().values(), strict=True):
-            for hits in scan.pages(es, index, config.key_field, (n, slices), retry, **search):
+            field = config.sort_field(config.source(source)) if source else config.key_field
+            for hits in scan.pages(es, index, field, (n, slices), retry, **search):
                 yield source, hits
 
 

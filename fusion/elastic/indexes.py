@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from elasticsearch import BadRequestError, Elasticsearch
 
-from fusion.core.config import PipelineConfig
+from fusion.core.config import RESERVED_FIELD, STORED_KEY, PipelineConfig
+from fusion.core.config_tables import SourceConfig
 from fusion.core.errors import TopologyError
 
 if TYPE_CHECKING:
@@ -18,9 +19,15 @@ def index_meta(config: PipelineConfig) -> dict[str, str]:
     return {"fusion_pipeline": config.name}
 
 
-def source_mapping(config: PipelineConfig, fields: dict[str, str]) -> dict[str, Any]:
-    properties: dict[str, Any] = {config.key_field: {"type": "keyword"}}
-    properties.update({name: {"type": kind} for name, kind in fields.items()})
+def source_mapping(config: PipelineConfig, source: SourceConfig) -> dict[str, Any]:
+    """A source index's mapping: its key a keyword (where the index keeps it), the hints."""
+    field = config.sort_field(source)
+    keyword = {"type": "keyword"}
+    if field == STORED_KEY:
+        properties: dict[str, Any] = {RESERVED_FIELD: {"properties": {"key": keyword}}}
+    else:
+        properties = {field: keyword}
+    properties.update({name: {"type": kind} for name, kind in source.fields.items()})
     return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
 
 
@@ -36,7 +43,8 @@ def enriched_mapping(config: PipelineConfig) -> dict[str, Any]:
         },
     }
     for source in config.sources:
-        nested = source_mapping(config, dict(source.fields))["properties"]
+        nested = dict(source_mapping(config, source)["properties"])
+        nested.pop(RESERVED_FIELD, None)  # a source's stored key stays in its own index
         properties[source.name] = {"type": "object", "properties": nested}
     return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
 
@@ -49,7 +57,7 @@ def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
     changed ``refresh_interval`` takes effect at the next start; an index
     someone else made keeps its own.
     """
-    wanted = {config.index_of(s): source_mapping(config, dict(s.fields)) for s in config.sources}
+    wanted = {config.index_of(s): source_mapping(config, s) for s in config.sources}
     wanted[config.enriched_index] = enriched_mapping(config)
     created = []
     for index, mapping in wanted.items():

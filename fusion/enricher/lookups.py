@@ -15,13 +15,14 @@ deployment's fault, and no key would find its documents.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
-from fusion.core.config import PipelineConfig
+from fusion.core.config import RESERVED_FIELD, STORED_KEY, PipelineConfig
+from fusion.core.config_tables import SourceConfig
 from fusion.elastic.bulk import ACCESS_DENIED
 from fusion.elastic.errors import IndexAccessError, IndexGoneError
 from fusion.elastic.retry import RetryPolicy, call_with_retries, index_gone, mget_docs
@@ -81,8 +82,19 @@ def _per_source(
                 if index_gone(exc):
                     raise IndexGoneError(index, f"GET: {exc.message}") from None
                 continue  # the index is there, the document is not
-            found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])
+            found[key][source.name] = _found(config, source, dict(hit))
     return found
+
+
+def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any]) -> FoundDoc:
+    """A source document as the enriched one nests it: without the key Fusion kept in it."""
+    doc: dict[str, Any] = hit["_source"]
+    if config.sort_field(source) == STORED_KEY and isinstance(doc.get(RESERVED_FIELD), dict):
+        own = {k: v for k, v in doc[RESERVED_FIELD].items() if k != "key"}
+        doc = {k: v for k, v in doc.items() if k != RESERVED_FIELD} | (
+            {RESERVED_FIELD: own} if own else {}
+        )
+    return FoundDoc(doc, hit["_version"])
 
 
 def _batched(
@@ -100,7 +112,7 @@ def _batched(
         hits = _counted(partial(mget, es, docs), "_mget", metrics, retry, indexes)
         for (key, source), hit in zip(chunk, hits, strict=True):
             if hit.get("found"):
-                found[key][source.name] = FoundDoc(hit["_source"], hit["_version"])
+                found[key][source.name] = _found(config, source, dict(hit))
     return found
 
 

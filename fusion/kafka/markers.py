@@ -99,6 +99,7 @@ SOURCE_COUNTS = (
     names.SOURCE_STALE,
     names.SOURCE_BULK_REQUESTS,
     names.SOURCE_LOST,
+    names.SOURCE_TOMBSTONES,
 )
 _STAGE_COUNTS = [
     value for name, value in vars(names).items() if name.isupper() and "." in str(value)

@@ -25,6 +25,7 @@ SOURCE_ACKS = "acks"  # published for confirmed documents
 SOURCE_STALE = "stale"  # older than what the index holds
 SOURCE_BULK_REQUESTS = "bulk_requests"
 SOURCE_LOST = "lost"  # deleted from the topic before they were read
+SOURCE_TOMBSTONES = "tombstones"  # null values of change-event topics: dropped, counted
 DLQ = "dlq"  # every stage's dead letters: <stage>.dlq, indexer.<source>.dlq
 
 

@@ -242,8 +242,9 @@ def _pages(
 
     ``part``: (slice, slices), Elasticsearch's sliced search.
     """
-    index = config.index_of(config.source(config.required_sources[0]))
-    for hits in scan.pages(es, index, config.key_field, part, retry):
+    first = config.source(config.required_sources[0])
+    index = config.index_of(first)
+    for hits in scan.pages(es, index, config.sort_field(first), part, retry):
         yield [hit["_id"] for hit in hits]
 
 

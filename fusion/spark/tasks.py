@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 # What a task returns: output records (topic set) and counts (name set), each naming the task.
 # What a task reads of Spark's Kafka source: a record and where it was read.
-KAFKA_COLUMNS = ("value", "topic", "partition", "offset")
+KAFKA_COLUMNS = ("value", "topic", "partition", "offset", "key")
 
 OUTPUT_COLUMNS = (
     ("task", "string"),

@@ -52,3 +52,21 @@ def test_missing_sources_in_config_order() -> None:
     found = {"billing": FoundDoc({}, 1)}
 
     assert missing_sources(found, ["billing", "insurance", "medicine"]) == ["insurance", "medicine"]
+
+
+def test_the_key_a_source_document_keeps_is_not_nested_in_the_enriched_one() -> None:
+    from fusion.core.config import PipelineConfig
+    from fusion.enricher.lookups import _found
+
+    config = PipelineConfig.model_validate(
+        {
+            "pipeline": {"name": "p", "key_field": "id"},
+            "sources": [{"name": "a"}, {"name": "b", "key": "record_key"}],
+        }
+    )
+    stored = {"_source": {"total": 3, "fusion": {"key": "K1"}}, "_version": 4}
+    assert _found(config, config.sources[1], stored).source == {"total": 3}
+    mine = {"_source": {"total": 3, "fusion": {"key": "K1", "x": 1}}, "_version": 4}
+    assert _found(config, config.sources[1], mine).source == {"total": 3, "fusion": {"x": 1}}
+    # A source keyed by a top-level field keeps what it holds, its own "fusion" too.
+    assert _found(config, config.sources[0], mine).source == mine["_source"]

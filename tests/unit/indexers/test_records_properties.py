@@ -18,9 +18,17 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from acks.kafka import ack_records
+from fusion.core.config_values import SourceFormat
 from fusion.core.events import DeadLetter, dead_letter_records
 from fusion.elastic.bulk import Confirmed, bulk_actions
-from indexers.records import RawRecord, SourceRecord, latest_per_key, parse
+from indexers.records import (
+    Deletion,
+    RawRecord,
+    SourceRecord,
+    Tombstone,
+    latest_per_key,
+    parse,
+)
 from indexers.task import _acks
 
 KEY_FIELD = "id"
@@ -79,10 +87,18 @@ RAW_VALUE = st.one_of(
 )
 
 
-def _whole_path(value: bytes | None) -> SourceRecord | DeadLetter:
+def _whole_path(
+    value: bytes | None,
+    key: str = KEY_FIELD,
+    fmt: SourceFormat = "json",
+    record_key: bytes | None = None,
+) -> SourceRecord | DeadLetter | Deletion | Tombstone:
     """One record through every step of the indexer that could raise on its content."""
-    raw = RawRecord(value, "billing", 0, 41)
-    parsed = parse(raw, "billing", KEY_FIELD, MAX_BYTES)
+    raw = RawRecord(value, "billing", 0, 41, record_key)
+    parsed = parse(raw, "billing", key, MAX_BYTES, fmt)
+    if isinstance(parsed, Deletion | Tombstone):
+        assert fmt == "debezium" and parsed.where == ("billing", 0, 41)
+        return parsed
     if isinstance(parsed, DeadLetter):
         records = dead_letter_records("fusion.dlq", [parsed], limit=4096)
         assert len(records) == 1 and json.loads(records[0][2])["offset"] == 41
@@ -103,6 +119,37 @@ def _whole_path(value: bytes | None) -> SourceRecord | DeadLetter:
 @example(b'{"id": "k", "deep": ' + b"[" * 20_000 + b"]" * 20_000 + b"}")
 def test_any_bytes_become_a_record_or_a_dead_letter(value: bytes | None) -> None:
     _whole_path(value)
+
+
+def _envelope(row: Any, op: Any, wrapped: bool) -> bytes:
+    """A Debezium change event around ``row`` (any JSON), in the converter's wrapper or not."""
+    event = {"before": row if op == "d" else None, "after": row, "op": op, "source": {}}
+    return json.dumps({"schema": {}, "payload": event} if wrapped else event).encode()
+
+
+def _flattened(row: Any, deleted: Any) -> bytes:
+    """ExtractNewRecordState's row (or whatever ``row`` is) with its ``__deleted`` flag."""
+    flat = {**row, "__deleted": deleted} if isinstance(row, dict) else [row]
+    return json.dumps(flat).encode()
+
+
+OP = st.sampled_from(["c", "r", "u", "d", "x", None, 7])
+CHANGE_VALUE = st.one_of(
+    RAW_VALUE,
+    st.builds(_envelope, DOCUMENT, OP, st.booleans()),
+    st.builds(_flattened, DOCUMENT, st.sampled_from(["true", "false", 1])),
+)
+KEY_LOCATION = st.sampled_from([KEY_FIELD, "a.b", "id.x", "record_key", "record_key.id"])
+RECORD_KEY = st.one_of(st.none(), st.binary(max_size=40), st.builds(_encoded, DOCUMENT, ENCODING,
+                       st.booleans()))  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(CHANGE_VALUE, KEY_LOCATION, st.sampled_from(["json", "debezium"]), RECORD_KEY)
+def test_any_record_of_any_format_and_key_location_ends_as_one_outcome(
+    value: bytes | None, key: str, fmt: SourceFormat, record_key: bytes | None
+) -> None:
+    _whole_path(value, key, fmt, record_key)
 
 
 @pytest.mark.parametrize(
