@@ -6,7 +6,8 @@ An indexer publishes one ack per document that Elasticsearch confirmed after a
     {"key": "T-1", "source": "billing", "index": "healthcare-billing", "doc_id": "T-1",
      "seq_no": 3, "primary_term": 1, "version": 2,
      "topic": "billing", "partition": 0, "offset": 41,
-     "acked_at": "2026-11-21T10:00:00.123456Z", "digest": "9f2c4e1a0b7d3e55"}
+     "acked_at": "2026-11-21T10:00:00.123456Z", "digest": "9f2c4e1a0b7d3e55",
+     "deleted": false}
 
 This module owns the schema, the (de)serialisation and the validation. The
 counter reads acks as ``from_json`` with :data:`ACK_SPARK_SCHEMA` would, with
@@ -43,6 +44,8 @@ class Ack(BaseModel):
     acked_at: datetime
     # Hash of the document's content: tells the counter a real change from a re-sent duplicate.
     digest: str | None = None
+    # The source's row was deleted (a change event's delete): the document says so now.
+    deleted: bool = False
 
     @field_serializer("acked_at")
     def _utc(self, value: datetime) -> str:

@@ -6,7 +6,7 @@ task (:mod:`indexers.task`) is the same; its output goes to
 acks and dead letters exactly once and hands each ack to the counter's keyed
 state in the same batch. So each ack row here also carries the fields the
 counter reads (:data:`HANDOFF_SCHEMA`: the join key, source, ack time,
-version, digest and the source record's position).
+version, digest, the source record's position, and whether it deleted its row).
 """
 
 from __future__ import annotations
@@ -27,8 +27,15 @@ HANDOFF_COLUMNS = (
     ("s_topic", "string"),
     ("s_partition", "int32"),
     ("s_offset", "int64"),
+    ("deleted", "bool_"),
 )
-_SPARK_TYPES = {"string": "STRING", "int64": "BIGINT", "int32": "INT", "binary": "BINARY"}
+_SPARK_TYPES = {
+    "string": "STRING",
+    "int64": "BIGINT",
+    "int32": "INT",
+    "binary": "BINARY",
+    "bool_": "BOOLEAN",
+}
 HANDOFF_SCHEMA = ", ".join(
     f"{name} {_SPARK_TYPES[kind]}" for name, kind in (*OUTPUT_COLUMNS, *HANDOFF_COLUMNS)
 )
@@ -65,4 +72,5 @@ def _fields(ack: Ack) -> tuple[Any, ...]:
         ack.topic,
         ack.partition,
         ack.offset,
+        ack.deleted,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,20 +31,6 @@ class RawRecord:
 
 
 @dataclass(frozen=True)
-class Deletion:
-    """A change event that deletes its source's row of ``key``."""
-
-    key: str
-    topic: str
-    partition: int
-    offset: int
-
-    @property
-    def where(self) -> tuple[str, int, int]:
-        return (self.topic, self.partition, self.offset)
-
-
-@dataclass(frozen=True)
 class Tombstone:
     """A record without a value on a change-event topic: the compacted topic's delete."""
 
@@ -61,8 +47,12 @@ class SourceRecord:
     partition: int
     offset: int
     original: bytes
-    digest: str  # of the content (content_digest), for the ack
+    digest: str | None  # of the content (content_digest), for the ack; None for a delete
     stored_key: bool = False  # the key goes into the document too (fusion.key)
+    # A change event's delete: the document written is a tombstone (see :meth:`source`);
+    # ``key_field`` names the top-level field it keeps the key in, if the source has one.
+    deleted: bool = False
+    key_field: str | None = None
 
     @property
     def where(self) -> tuple[str, int, int]:
@@ -80,6 +70,12 @@ class SourceRecord:
         it can be); a number JSON cannot spell (``1e999`` read as infinity) goes
         as ``Infinity``, which Elasticsearch refuses: a dead letter with its reason.
         """
+        if self.deleted:
+            # Indexed, not deleted: its version keeps ordering the source's writes (a late
+            # older write is refused as stale), with no gc_deletes window to outlive.
+            own: Any = {"deleted": True, "key": self.key}
+            tombstone = {self.key_field: self.key} if self.key_field else {}
+            return json.dumps({**tombstone, RESERVED_FIELD: own}).encode()
         if self.stored_key:
             own = self.doc.get(RESERVED_FIELD)
             kept = {**(own if isinstance(own, dict) else {}), "key": self.key}
@@ -100,7 +96,14 @@ class SourceRecord:
         return self.offset + 1
 
 
-Parsed = SourceRecord | Deletion | Tombstone | DeadLetter
+def is_tombstone(doc: Mapping[str, Any]) -> bool:
+    """Whether a source document is the tombstone of a deleted row (see
+    :meth:`SourceRecord.source`), and nothing else."""
+    own = doc.get(RESERVED_FIELD)
+    return isinstance(own, dict) and own.get("deleted") is True and set(own) == {"deleted", "key"}
+
+
+Parsed = SourceRecord | Tombstone | DeadLetter
 
 
 def parse(
@@ -143,12 +146,15 @@ def parse(
         doc, deleted = change.row, change.deleted
     elif not isinstance(doc, dict):
         return dead(f"not a JSON object (got {type(doc).__name__})")
+    spec = key_spec(key)
     try:
-        key_text = key_of(key_spec(key), doc, raw.key)
+        key_text = key_of(spec, doc, raw.key)
     except KeyError_ as exc:
         return dead(str(exc))
+    where = (raw.topic, raw.partition, raw.offset)
     if deleted:
-        return Deletion(key_text, raw.topic, raw.partition, raw.offset)
+        field = spec.path[0] if not spec.in_record_key and len(spec.path) == 1 else None
+        return SourceRecord(key_text, doc, *where, b"", None, deleted=True, key_field=field)
     try:
         digest = content_digest(doc)
     except (ValueError, RecursionError) as exc:
@@ -156,7 +162,6 @@ def parse(
         # neither Elasticsearch nor the ack could carry it.
         return dead(f"not valid Unicode text: {_first_line(exc)}", key_text)
     original = raw.value if fmt == "json" else b""
-    where = (raw.topic, raw.partition, raw.offset)
     return SourceRecord(key_text, doc, *where, original, digest, store_key)
 
 

@@ -33,7 +33,6 @@ from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
 from indexers.records import (
-    Deletion,
     RawRecord,
     SourceRecord,
     Tombstone,
@@ -93,8 +92,6 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
             records.append(parsed)
         elif isinstance(parsed, Tombstone):
             tombstones += 1  # the compacted topic's half of a delete: nothing to index
-        elif isinstance(parsed, Deletion):
-            dead.append(_not_yet(source, parsed, raw.value))
         else:
             dead.append(parsed)
     crash_point("indexer.before_bulk")
@@ -123,18 +120,12 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         names.source_count(source, names.SOURCE_BULK_REQUESTS): written.requests,
         names.source_count(source, names.SOURCE_ACKS): len(written.confirmed),
         names.source_count(source, names.SOURCE_TOMBSTONES): tombstones,
+        names.source_count(source, names.SOURCE_DELETED): sum(
+            item.record.deleted for item in written.confirmed
+        ),
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
     }
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
-
-
-def _not_yet(source: str, deletion: Deletion, value: bytes | None) -> DeadLetter:
-    """A delete, which this version does not apply: kept as a dead letter, with why."""
-    reason = (
-        "a delete of the source's row: Fusion does not apply deletes yet, so the row stays "
-        "in the source index and in the enriched document"
-    )
-    return DeadLetter.of(reason, "indexer", source, deletion.where, value, deletion.key)
 
 
 def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:
@@ -154,4 +145,5 @@ def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack
             offset=offset,
             acked_at=acked_at,
             digest=item.record.digest,
+            deleted=item.record.deleted,
         )

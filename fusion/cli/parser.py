@@ -57,6 +57,7 @@ def build() -> argparse.ArgumentParser:
         "start the local runtime and run the healthcare demo (14,000 keys x 4 sources)",
         "fusion demo",
         "fusion demo --keys 1000 --reset",
+        "fusion demo --cdc   # a shop's PostgreSQL tables through Debezium: docs/cdc.md",
     )
     demo.add_argument("--keys", type=int, default=14_000, help="join keys to generate (14,000)")
     demo.add_argument(
@@ -64,6 +65,12 @@ def build() -> argparse.ArgumentParser:
         action="store_true",
         help="delete the demo pipeline's topics, indexes and checkpoints first, even if "
         "something other than `fusion demo` created them",
+    )
+    demo.add_argument(
+        "--cdc",
+        action="store_true",
+        help="instead: a shop's three tables in PostgreSQL, their changes read by Debezium, "
+        "joined; then a row updated and one deleted in the database",
     )
     return parser
 

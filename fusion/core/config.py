@@ -76,8 +76,8 @@ class PipelineConfig(Settings):
 
     @model_validator(mode="after")
     def _check_lifecycle(self) -> PipelineConfig:
-        if not self.required_sources:
-            raise ValueError("at least one source must be required (required = true)")
+        # Every source may be optional: a key then fires on its first part and each later
+        # change re-enriches it (a FULL JOIN of tables, docs/cdc.md).
         if self.pipeline.layout == "single" and self.pipeline.enrich_in == "enricher":
             raise ValueError(
                 'enrich_in = "enricher" needs layout = "stages" (a single query enriches '

@@ -15,6 +15,7 @@ from fusion.core.config_values import (
     FieldType,
     Layout,
     LookupMode,
+    OnDelete,
     OnTimeout,
     OnUpdate,
     PositiveDuration,
@@ -108,6 +109,7 @@ class PipelineSection(BaseModel):
     timeout: Duration = None
     on_timeout: OnTimeout = "incomplete"
     on_update: OnUpdate = "reenrich"
+    on_delete: OnDelete = "reenrich"
     # How finely deadlines are scheduled: a deadline fires within this (plus one
     # micro-batch) of its time; a pipeline idles between deadline buckets.
     deadline_resolution: PositiveDuration = 1.0

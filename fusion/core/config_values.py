@@ -30,6 +30,11 @@ OnTimeout = Literal["incomplete", "partial"]
 OnUpdate = Literal["reenrich", "ignore"]
 
 
+# What a deleted source row of an already-enriched key does: rewrite its enriched document
+# without it ("complete": false, "missing" names it), or delete the enriched document.
+OnDelete = Literal["reenrich", "delete"]
+
+
 # Where a fired key is enriched: in the counter's own output task (one micro-batch
 # hop less: the default), or by an enricher query of its own, which reads the
 # ready topic (a deployment that runs the enricher apart from the counter).

@@ -153,13 +153,13 @@ class DeadLetter(BaseModel):
 
 def dead_letter_records(
     topic: str, letters: Iterable[DeadLetter], limit: int | None = None
-) -> list[tuple[str, str | None, bytes]]:
+) -> list[tuple[str, str | None, bytes | None]]:
     """The dead-letter topic's Kafka records (key = join key where known).
 
     A dead letter larger than ``limit`` bytes (a Kafka message's) travels with
     its original cut (:meth:`DeadLetter.cut`): the pipeline goes on.
     """
-    records = []
+    records: list[tuple[str, str | None, bytes | None]] = []
     for letter in letters:
         value = letter.to_bytes()
         if limit is not None and len(value) + len((letter.key or "").encode()) > limit:
@@ -182,9 +182,12 @@ class ReadyEvent(BaseModel):
     """The counter's word that a key's sources are searchable and can be enriched.
 
     ``kind`` is ``ready`` (on the ready topic, once per key: every source, or
-    every required one once the deadline passed) or ``updated`` (on the updates
-    topic: a source of an already fired key changed or arrived late).
-    ``versions`` are the source versions the counter had seen.
+    every required one once the deadline passed), ``updated`` (on the updates
+    topic: a source of an already fired key changed, arrived late or was
+    deleted) or ``deleted`` (on the updates topic: the key's enriched document
+    goes, its sources deleted). ``sources`` are those whose documents are
+    there, ``deleted`` those whose rows were deleted; ``versions`` every
+    source's newest version the counter had seen, a deleted one's too.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -193,8 +196,9 @@ class ReadyEvent(BaseModel):
     sources: list[str]
     first_ack_at: Timestamp
     fired_at: Timestamp
-    kind: Literal["ready", "updated"] = "ready"
+    kind: Literal["ready", "updated", "deleted"] = "ready"
     versions: dict[str, int] = {}
+    deleted: list[str] = []
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()

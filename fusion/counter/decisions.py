@@ -17,7 +17,8 @@ A required source without a timeout is waited for until the key's
 ``state_ttl`` (counted from its first ack, rounded up to :func:`ttl_step_ms`):
 then the key is reported incomplete with reason ``state_ttl``, before Spark's
 state TTL (longer by :func:`retention_ms`'s margin) drops it. So every key
-that enters the counter ends in a ready or an incomplete event. A timer that
+that enters the counter ends in a ready or an incomplete event, unless every row
+it had is deleted first (then it waits for nothing and reports nothing). A timer that
 finds no state (the pipeline was stopped past the margin, and the state went
 first) still reports the key incomplete, with the sources it had unknown.
 
@@ -28,80 +29,15 @@ acks and acks for sources outside the pipeline are rejected with a reason
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Literal
 
-from fusion.core.config import PipelineConfig
 from fusion.core.events import IncompleteEvent, ReadyEvent
 from fusion.counter.key_state import KeyState, Seen
+from fusion.counter.rules import AckSeen, Decision, Event, Now, Reason, Rules
 
-Reason = Literal["timeout", "state_ttl"]
-
-
-@dataclass(frozen=True)
-class Rules:
-    """What the counter needs from the pipeline config."""
-
-    sources: frozenset[str]
-    required: frozenset[str]
-    timeouts_ms: Mapping[str, int | None]
-    on_update: Literal["reenrich", "ignore"] = "reenrich"
-    state_ttl_ms: int | None = None  # required sources without a timeout wait this long
-
-    @classmethod
-    def of(cls, config: PipelineConfig) -> Rules:
-        ttl = config.pipeline.state_ttl
-        return cls(
-            frozenset(config.source_names),
-            frozenset(config.required_sources),
-            {
-                name: None if seconds is None else int(seconds * 1000)
-                for name, seconds in config.timeouts.items()
-            },
-            config.pipeline.on_update,
-            None if ttl is None else int(ttl * 1000),
-        )
-
-
-@dataclass(frozen=True)
-class Now:
-    """The processing time of the batch: ISO-8601 for events, milliseconds for timers."""
-
-    iso: str
-    ms: int
-
-
-@dataclass(frozen=True)
-class AckSeen:
-    """The part of an ack the counter needs, plus where it came from for the DLQ."""
-
-    source: str | None
-    acked_at: str | None
-    raw: str | None = None
-    topic: str = ""
-    partition: int = 0
-    offset: int = 0
-    version: int | None = None
-    digest: str | None = None
-
-
-Event = ReadyEvent | IncompleteEvent
-
-
-@dataclass(frozen=True)
-class Decision:
-    state: KeyState | None
-    events: list[Event] = field(default_factory=list)
-    rejected: list[tuple[AckSeen, str]] = field(default_factory=list)
-    new_key: bool = False
-    register_timer: int | None = None
-    delete_timer: int | None = None
-
-    @property
-    def ready(self) -> ReadyEvent | None:
-        ready = (e for e in self.events if isinstance(e, ReadyEvent) and e.kind == "ready")
-        return next(ready, None)
+__all__ = ["AckSeen", "Decision", "Event", "Now", "Rules", "decide", "on_deadline"]
 
 
 def decide(
@@ -123,8 +59,17 @@ def decide(
         first = ack.acked_at if first is None else min(first, ack.acked_at)
         before, version = seen.get(ack.source), ack.version or 0
         if before is None or version > before.version:
-            # A duplicate (same digest, newer offset) is no change; a digest-less ack is.
-            if before is None or ack.digest is None or ack.digest != before.digest:
+            if ack.deleted:
+                # A row deleted: a change if it was there. Kept, with its version, so that
+                # a late older write of it changes nothing.
+                if before is not None and not before.deleted:
+                    changed.add(ack.source)
+                seen[ack.source] = Seen(version, None, ack.acked_at, deleted=True)
+                continue
+            # A duplicate (same digest, newer offset) is no change; a digest-less ack is,
+            # and so is a row written again after its delete.
+            same = before is not None and not before.deleted and ack.digest == before.digest
+            if ack.digest is None or not same:
                 changed.add(ack.source)
             seen[ack.source] = Seen(version, ack.digest, ack.acked_at)
     if first is None:
@@ -136,10 +81,25 @@ def decide(
     if not after.fired:
         decision = _fire_or_wait(key, after, rules, now, new_key=state is None)
         return replace(decision, rejected=rejected)
-    events: list[Event] = []
-    if changed and rules.on_update == "reenrich":
-        events.append(_ready(key, after, now, "updated"))
-    return Decision(after, events, rejected)
+    return replace(_after_fire(key, after, changed, rules, now), rejected=rejected)
+
+
+def _after_fire(key: str, state: KeyState, changed: set[str], rules: Rules, now: Now) -> Decision:
+    """A fired key's sources changed: an update, or, once a source is gone, what deletes ask.
+
+    With every source deleted, or with ``on_delete = "delete"`` and one deleted,
+    the key's enriched document goes (a ``deleted`` event) and the key counts as
+    not fired: written again and complete, it fires again.
+    """
+    if not changed:
+        return Decision(state)
+    gone = changed & set(state.deleted)
+    if gone and (not state.present or rules.on_delete == "delete"):
+        unfired = replace(state, fired_at=None, expired_at=None, deadline_ms=None)
+        return Decision(unfired, [_ready(key, state, now, "deleted")])
+    if gone or rules.on_update == "reenrich":
+        return Decision(state, [_ready(key, state, now, "updated")])
+    return Decision(state)
 
 
 def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Decision:
@@ -152,6 +112,8 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
     if state.fired or state.expired_at is not None:
         return Decision(state)  # a timer left from before the key fired or expired
     state = replace(state, deadline_ms=None)
+    if not state.present:
+        return Decision(state)  # every row it had was deleted: nothing to fire or report
     if _complete(state, rules, now):
         return _fire(key, state, rules, now)
     missing = state.missing(rules.sources)
@@ -159,7 +121,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
     if overdue:
         timed_out = any(rules.timeouts_ms.get(s) is not None for s in overdue)
         expired = replace(state, expired_at=now.iso)
-        present, versions = sorted(state.seen), state.versions
+        present, versions = state.present, state.versions
         reason: Reason = "timeout" if timed_out else "state_ttl"
         event = _incomplete(key, present, missing, state.first_ack_at, now, versions, reason)
         return Decision(expired, [event])
@@ -221,7 +183,12 @@ def _due(state: KeyState, rules: Rules, source: str) -> int:
 
 
 def _complete(state: KeyState, rules: Rules, now: Now) -> bool:
-    """Every required source is there and no optional one is still worth waiting for."""
+    """Every required source is there and no optional one is still worth waiting for.
+
+    A key without any row (each one it had was deleted) is never complete.
+    """
+    if not state.present:
+        return False
     missing = state.missing(rules.sources)
     if any(s in rules.required for s in missing):
         return False
@@ -244,6 +211,8 @@ def _fire(key: str, state: KeyState, rules: Rules, now: Now) -> Decision:
 
 def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
     """Register a timer at the earliest deadline still ahead, if there is one."""
+    if not state.present:
+        return Decision(state)  # no row left to wait with: a row written again starts it
     ahead = [
         d for s in state.missing(rules.sources) if now.ms < (d := _due(state, rules, s)) < _NEVER
     ]
@@ -273,12 +242,15 @@ def _incomplete(
     )
 
 
-def _ready(key: str, state: KeyState, now: Now, kind: Literal["ready", "updated"]) -> ReadyEvent:
+def _ready(
+    key: str, state: KeyState, now: Now, kind: Literal["ready", "updated", "deleted"]
+) -> ReadyEvent:
     return ReadyEvent(
         key=key,
-        sources=sorted(state.seen),
+        sources=state.present,
         first_ack_at=state.first_ack_at,
         fired_at=now.iso,
         kind=kind,
         versions=state.versions,
+        deleted=state.deleted,
     )

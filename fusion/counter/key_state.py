@@ -13,11 +13,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Seen:
-    """The newest ack of one source: its document's version, content digest and ack time."""
+    """The newest ack of one source: its document's version, content digest and ack time.
+
+    ``deleted``: that ack said the source's row was deleted (its version orders it
+    against a late older write, which then changes nothing).
+    """
 
     version: int
     digest: str | None
     acked_at: str = ""
+    deleted: bool = False
 
 
 @dataclass(frozen=True)
@@ -35,14 +40,29 @@ class KeyState:
 
     @property
     def versions(self) -> dict[str, int]:
+        """Every source's newest version, a deleted one's too: the enriched version, their
+        sum, only grows."""
         return {name: self.seen[name].version for name in sorted(self.seen)}
 
+    @property
+    def present(self) -> list[str]:
+        """The sources whose document is there (acked, and not deleted since), sorted."""
+        return sorted(name for name, s in self.seen.items() if not s.deleted)
+
+    @property
+    def deleted(self) -> list[str]:
+        """The sources whose document was deleted (and not written again since), sorted."""
+        return sorted(name for name, s in self.seen.items() if s.deleted)
+
     def missing(self, sources: Iterable[str]) -> list[str]:
-        """Of ``sources``, those without an ack yet, sorted."""
-        return sorted(set(sources) - self.seen.keys())
+        """Of ``sources``, those without a document now (never acked, or deleted), sorted."""
+        return sorted(set(sources) - set(self.present))
 
     def to_row(self) -> tuple[str, str, int, str | None, str | None, int | None]:
-        seen = {name: [s.version, s.digest, s.acked_at] for name, s in sorted(self.seen.items())}
+        seen = {
+            name: [s.version, s.digest, s.acked_at, *([True] if s.deleted else [])]
+            for name, s in sorted(self.seen.items())
+        }
         return (
             json.dumps(seen, separators=(",", ":")),
             self.first_ack_at,
@@ -56,7 +76,10 @@ class KeyState:
     def from_row(cls, row: tuple[str, str, int, str | None, str | None, int | None]) -> KeyState:
         seen, first, started, fired, expired, deadline = row
         return cls(
-            {name: Seen(int(v), d, at) for name, (v, d, at) in json.loads(seen).items()},
+            {
+                name: Seen(int(v), d, at, bool(rest and rest[0]))
+                for name, (v, d, at, *rest) in json.loads(seen).items()
+            },
             first,
             int(started),
             fired,

@@ -85,6 +85,7 @@ def acks_of(rows: Iterable[Any]) -> list[AckSeen]:
             offset=r.offset,
             version=r.version,
             digest=r.digest,
+            deleted=bool(r.deleted),
         )
         for r in rows
     ]

@@ -116,6 +116,7 @@ def rules_json(rules: Rules) -> str:
             "timeouts_ms": dict(rules.timeouts_ms),
             "on_update": rules.on_update,
             "state_ttl_ms": rules.state_ttl_ms,
+            "on_delete": rules.on_delete,
         }
     )
 

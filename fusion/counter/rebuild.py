@@ -34,17 +34,17 @@ from fusion.elastic import client as es_client
 from fusion.elastic import scan
 from fusion.elastic.retry import RetryPolicy
 from fusion.kafka import lag
-from indexers.records import content_digest
+from indexers.records import content_digest, is_tombstone
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-DOC_SCHEMA = "k STRING, source STRING, version BIGINT, digest STRING"
+DOC_SCHEMA = "k STRING, source STRING, version BIGINT, digest STRING, deleted BOOLEAN"
 STATE_ROW_SCHEMA = "k STRING, " + ", ".join(f"{name} {kind}" for name, kind in STATE_COLUMNS)
 EVENT_SCHEMA = (
     "key STRING, kind STRING, fired_at STRING, expired_at STRING, first_ack_at STRING, "
-    "versions MAP<STRING, BIGINT>"
+    "versions MAP<STRING, BIGINT>, deleted ARRAY<STRING>"
 )
 
 
@@ -55,7 +55,7 @@ def initial_state(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     docs = (
         documents(spark, config)
         .groupBy("k")
-        .agg(F.collect_list(F.struct("source", "version", "digest")).alias("docs"))
+        .agg(F.collect_list(F.struct("source", "version", "digest", "deleted")).alias("docs"))
     )
     keyed = docs.join(history(spark, config), "k", "full_outer")
     ms = int(time.time() * 1000)
@@ -97,12 +97,19 @@ def history(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     events = events.where("key IS NOT NULL")
     incomplete = F.col("topic") == F.lit(config.incomplete_topic)
     at = F.coalesce("fired_at", "expired_at")
-    return events.groupBy(F.col("key").alias("k")).agg(
-        F.min(F.when(F.col("kind") == "ready", F.col("fired_at"))).alias("fired_at"),
+    # A key fired by its latest ready event, unless a deleted event (its rows gone) came after.
+    fire = F.when(F.col("kind").isin("ready", "deleted"), F.struct(at.alias("at"), "kind"))
+    last = events.groupBy(F.col("key").alias("k")).agg(
+        F.max(fire).alias("fire"),
         F.max(F.when(incomplete, F.col("expired_at"))).alias("expired_at"),
         F.min("first_ack_at").alias("first_ack_at"),
         F.max_by("versions", at).alias("versions"),
+        F.max_by("deleted", at).alias("deleted"),
     )
+    fired_at = F.when(F.col("fire.kind") == "ready", F.col("fire.at")).alias("fired_at")
+    unfired = F.coalesce(F.col("fire.kind") == "deleted", F.lit(False)).alias("unfired")
+    columns = ("first_ack_at", "versions", "deleted")
+    return last.select("k", fired_at, "expired_at", *columns, unfired)
 
 
 def enriched_events(spark: SparkSession, config: PipelineConfig) -> DataFrame:
@@ -170,11 +177,14 @@ def _hits(
 
 
 def _doc(hit: dict[str, Any], source: str) -> dict[str, Any]:
+    row = {"k": hit["_id"], "source": source, "version": hit["_version"]}
+    if is_tombstone(hit["_source"]):
+        return row | {"digest": None, "deleted": True}
     try:
         digest: str | None = content_digest(hit["_source"])
     except (ValueError, RecursionError, TypeError):
         digest = None  # unknown: its next version counts as a change
-    return {"k": hit["_id"], "source": source, "version": hit["_version"], "digest": digest}
+    return row | {"digest": digest, "deleted": False}
 
 
 def _states(now: Now, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -184,9 +194,17 @@ def _states(now: Now, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBa
     for batch in batches:
         rows = []
         for row in batch.to_pylist():
-            docs = [Doc(d["source"], int(d["version"]), d["digest"]) for d in row["docs"] or []]
+            docs = [
+                Doc(d["source"], int(d["version"]), d["digest"], bool(d["deleted"]))
+                for d in row["docs"] or []
+            ]
             past = History(
-                row["fired_at"], row["expired_at"], row["first_ack_at"], dict(row["versions"] or {})
+                row["fired_at"],
+                row["expired_at"],
+                row["first_ack_at"],
+                dict(row["versions"] or {}),
+                tuple(row["deleted"] or ()),
+                bool(row["unfired"]),
             )
             state = rebuilt_state(docs, past, now)
             if state is not None:

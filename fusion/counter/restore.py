@@ -15,13 +15,17 @@ reads them):
   (:func:`fusion.counter.decisions.restored_timer`).
 
 Deadlines count from the rebuild (what the lost checkpoint knew of a key's
-first ack is lost with it): a waiting key gets its whole timeout again.
+first ack is lost with it): a waiting key gets its whole timeout again. A key
+whose rows were deleted after it fired (its latest event ``deleted``) waits, as
+the live counter does, without a deadline for a row written again: its
+deadlines count from its first ack.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from fusion.counter.decisions import Now
 from fusion.counter.key_state import KeyState, Seen
@@ -34,6 +38,7 @@ class Doc:
     source: str
     version: int
     digest: str | None
+    deleted: bool = False  # the tombstone of a deleted row
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ class History:
     expired_at: str | None = None  # of its (latest) incomplete event
     first_ack_at: str | None = None
     versions: Mapping[str, int] = field(default_factory=dict)  # of its latest event
+    deleted: tuple[str, ...] = ()  # of its latest event: sources whose rows were deleted
+    unfired: bool = False  # its rows deleted after it fired: its enriched document went
 
 
 def rebuilt_state(docs: Iterable[Doc], history: History | None, now: Now) -> KeyState | None:
@@ -52,14 +59,23 @@ def rebuilt_state(docs: Iterable[Doc], history: History | None, now: Now) -> Key
     if history is not None and (history.fired_at or history.expired_at):
         at = history.fired_at or history.expired_at or now.iso
         seen = {
-            source: Seen(version, _digest(found.get(source), version), at)
+            source: Seen(
+                version,
+                _digest(found.get(source), version),
+                at,
+                source in history.deleted or _deleted(found.get(source), version),
+            )
             for source, version in history.versions.items()
         }
         first = history.first_ack_at or now.iso
         return KeyState(seen, first, now.ms, history.fired_at, history.expired_at)
     if not found:
         return None
-    seen = {source: Seen(doc.version, doc.digest, now.iso) for source, doc in found.items()}
+    seen = {s: Seen(doc.version, doc.digest, now.iso, doc.deleted) for s, doc in found.items()}
+    if history is not None and history.unfired and history.first_ack_at:
+        # As the live counter does: its deadlines count from its first ack, long past.
+        started = _ms(history.first_ack_at)
+        return KeyState(seen, history.first_ack_at, started)
     return KeyState(seen, now.iso, now.ms)
 
 
@@ -69,3 +85,12 @@ def _digest(doc: Doc | None, version: int) -> str | None:
     Unknown (None) otherwise: the next version of that source then counts as a change.
     """
     return doc.digest if doc is not None and doc.version == version else None
+
+
+def _deleted(doc: Doc | None, version: int) -> bool:
+    """Whether Elasticsearch holds the version an event names as a deleted row's tombstone."""
+    return doc is not None and doc.version == version and doc.deleted
+
+
+def _ms(iso: str) -> int:
+    return int(datetime.fromisoformat(iso).timestamp() * 1000)

@@ -19,7 +19,8 @@ from fusion.core.events import DeadLetter, dead_letter_records
 from fusion.counter import clock
 from fusion.counter.rows import OUTPUT_COLUMNS
 from fusion.elastic.retry import RetryPolicy
-from fusion.enricher.task import Wanted, Where, enrich
+from fusion.enricher.task import enrich
+from fusion.enricher.wanted import Wanted, Where
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
 from fusion.spark.tasks import Job, TaskOutput, attributed, column
@@ -73,8 +74,9 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
         "ready": config.ready_topic,
         "updated": config.updates_topic,
         "incomplete": config.incomplete_topic,
+        "deleted": config.updates_topic,  # with the updates: the enriched document goes
     }
-    enriched = {"ready", "updated"} | (
+    enriched = {"ready", "updated", "deleted"} | (
         {"incomplete"} if config.pipeline.on_timeout == "partial" else set()
     )
     inline = config.pipeline.enrich_in == "counter"
@@ -114,6 +116,7 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
         names.COUNTER_FIRED: kinds["ready"],
         names.COUNTER_UPDATED: kinds["updated"],
         names.COUNTER_INCOMPLETE: kinds["incomplete"],
+        names.COUNTER_DELETED: kinds["deleted"],
         names.COUNTER_KEYS: kinds["new"],
         names.COUNTER_FIRED_LATE: kinds["late"],
     } | dict(passed_on)
@@ -124,4 +127,4 @@ def inline_event(kind: str, key: str, value: bytes, where: Where) -> Wanted:
     """What the enrichment needs of an event the counter decided just now."""
     data = json.loads(value)
     fired_at = data["expired_at"] if kind == "incomplete" else data["fired_at"]
-    return Wanted(key, kind, fired_at, where, value)
+    return Wanted(key, kind, fired_at, where, value, tuple(data.get("deleted") or ()))

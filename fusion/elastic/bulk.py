@@ -166,8 +166,10 @@ def _settle(
     result: WriteResult[D],
 ) -> str:
     """File one item's outcome; return the error text of a transient failure, else ''."""
-    outcome: dict[str, Any] = item.get("index", item)
+    outcome: dict[str, Any] = item.get("index") or item.get("delete") or item
     status = outcome.get("status")
+    if _deleting(record) and outcome.get("result") == "not_found":
+        ok = True  # nothing to delete: the document is gone as asked
     if not ok and (not isinstance(status, int) or status in TRANSIENT_STATUS):
         return f"status {status}: {_reason(outcome)}"
     if not ok:
@@ -177,10 +179,10 @@ def _settle(
         result.confirmed.append(
             Confirmed(
                 record,
-                outcome["_index"],
-                outcome["_seq_no"],
-                outcome["_primary_term"],
-                outcome["_version"],
+                outcome.get("_index", target.index),
+                outcome.get("_seq_no", -1),
+                outcome.get("_primary_term", 1),
+                outcome.get("_version", record.version or 0),
             )
         )
     elif status == VERSION_CONFLICT and record.version is not None:
@@ -222,14 +224,21 @@ def _reason(outcome: dict[str, Any]) -> str:
 
 
 def bulk_actions(index: str, records: Iterable[Document]) -> Iterable[dict[str, Any]]:
-    """One bulk ``index`` action per record, ``_id`` = key; the record is not modified."""
+    """One bulk action per record, ``_id`` = key; the record is not modified.
+
+    An ``index`` action, or a ``delete`` for a record that asks for one (its
+    ``delete`` is true: an enriched document whose sources were deleted).
+    """
     for record in records:
-        action: dict[str, Any] = {
-            "_op_type": "index",
-            "_index": index,
-            "_id": record.key,
-            "_source": record.source,
-        }
+        action: dict[str, Any] = {"_op_type": "index", "_index": index, "_id": record.key}
+        if _deleting(record):
+            action["_op_type"] = "delete"
+        else:
+            action["_source"] = record.source
         if record.version is not None:
             action |= {"version": record.version, "version_type": "external_gte"}
         yield action
+
+
+def _deleting(record: Any) -> bool:
+    return bool(getattr(record, "delete", False))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from elasticsearch import BadRequestError, Elasticsearch
 
@@ -10,8 +10,10 @@ from fusion.core.config import RESERVED_FIELD, STORED_KEY, PipelineConfig
 from fusion.core.config_tables import SourceConfig
 from fusion.core.errors import TopologyError
 
-if TYPE_CHECKING:
-    pass
+# How long the enriched index remembers a deleted document's version (60 s by default): an
+# enrichment read before the delete and written after it is refused as stale while it does.
+# Source indexes need none: a deleted row stays there as a tombstone document, versioned.
+ENRICHED_GC_DELETES = "1h"
 
 
 def index_meta(config: PipelineConfig) -> dict[str, str]:
@@ -62,7 +64,9 @@ def ensure_indexes(es: Elasticsearch, config: PipelineConfig) -> list[str]:
     created = []
     for index, mapping in wanted.items():
         refresh = refresh_interval(config, index)
-        settings = {"index": {"refresh_interval": refresh}}
+        settings: dict[str, Any] = {"index": {"refresh_interval": refresh}}
+        if index == config.enriched_index:
+            settings["index"]["gc_deletes"] = ENRICHED_GC_DELETES
         if es.indices.exists(index=index):
             _update_refresh(es, config, index, refresh)
             continue

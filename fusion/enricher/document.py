@@ -23,14 +23,20 @@ from fusion.core.events import dumps
 
 @dataclass(frozen=True)
 class FoundDoc:
-    """A source document as Elasticsearch returned it."""
+    """A source document as Elasticsearch returned it.
+
+    ``deleted``: the tombstone a deleted row left (its version still counts, so
+    the enriched version keeps growing; its content is no part of the document).
+    """
 
     source: dict[str, Any]
     version: int
+    deleted: bool = False
 
 
 def missing_sources(found: Mapping[str, FoundDoc], sources: Sequence[str]) -> list[str]:
-    return [name for name in sources if name not in found]
+    """Of ``sources``, those without a document (never written, or deleted)."""
+    return [name for name in sources if name not in found or found[name].deleted]
 
 
 def build_enriched(
@@ -82,7 +88,8 @@ def _enriched(
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {key_field: key}
     for name in sorted(found):
-        doc[name] = take(found[name].source)
+        if not found[name].deleted:
+            doc[name] = take(found[name].source)
     doc["fusion"] = {
         "fired_at": fired_at,
         "enriched_at": enriched_at,

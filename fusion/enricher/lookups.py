@@ -29,6 +29,7 @@ from fusion.elastic.retry import RetryPolicy, call_with_retries, index_gone, mge
 from fusion.enricher.document import FoundDoc
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
+from indexers.records import is_tombstone
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 T = TypeVar("T")
@@ -87,8 +88,14 @@ def _per_source(
 
 
 def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any]) -> FoundDoc:
-    """A source document as the enriched one nests it: without the key Fusion kept in it."""
+    """A source document as the enriched one nests it: without the key Fusion kept in it.
+
+    A deleted row's tombstone (:attr:`indexers.records.SourceRecord.source`) is
+    found as deleted, with its version.
+    """
     doc: dict[str, Any] = hit["_source"]
+    if is_tombstone(doc):
+        return FoundDoc({}, hit["_version"], deleted=True)
     if config.sort_field(source) == STORED_KEY and isinstance(doc.get(RESERVED_FIELD), dict):
         own = {k: v for k, v in doc[RESERVED_FIELD].items() if k != "key"}
         doc = {k: v for k, v in doc.items() if k != RESERVED_FIELD} | (

@@ -22,7 +22,6 @@ each group's output on before the next (:class:`GroupSizer`).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -30,13 +29,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from elasticsearch import Elasticsearch
-from pydantic import ValidationError
 
 from fusion.core.config import PipelineConfig
 from fusion.core.events import (
     DeadLetter,
-    IncompleteEvent,
-    ReadyEvent,
     dead_letter_records,
     now_iso,
     now_utc,
@@ -47,6 +43,7 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
 from fusion.enricher.document import enriched_json, enriched_version, missing_sources
 from fusion.enricher.groups import GroupSizer
+from fusion.enricher.wanted import Wanted, Where, parse_event
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
@@ -54,8 +51,6 @@ from fusion.spark.tasks import Job, TaskOutput, column
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-Where = tuple[str, int, int]  # topic, partition, offset
 
 
 @dataclass(frozen=True)
@@ -69,25 +64,11 @@ class EnrichedDoc:
     where: Where
     original: bytes
     version: int | None = None
+    delete: bool = False  # its sources deleted: the enriched document goes (a tombstone)
 
     @property
     def source(self) -> bytes:
         return self.body
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """A key to enrich, and the event that asked for it."""
-
-    key: str
-    kind: str  # ready, updated, or incomplete (a partial document)
-    fired_at: str
-    where: Where
-    original: bytes
-
-    @property
-    def partial(self) -> bool:
-        return self.kind == "incomplete"
 
 
 @dataclass(frozen=True)
@@ -129,7 +110,7 @@ def enrich_events(
     wanted: list[Wanted] = []
     dead: list[DeadLetter] = []
     for value, where in events:
-        parsed = _parse(config, value, where)
+        parsed = parse_event(config, value, where)
         if isinstance(parsed, DeadLetter):
             dead.append(parsed)
         else:
@@ -203,14 +184,22 @@ def _enrich_group(
     for key, want in wanted.items():
         docs = found.pop(key)
         metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
-        missing = missing_sources(docs, config.required_sources)
-        if (missing and not want.partial) or not docs:
-            gone = missing or list(config.source_names)
+        version = enriched_version(docs)
+        if want.kind == "deleted":
+            doc = EnrichedDoc(key, b"", want.fired_at, want.where, want.original, version, True)
+            enriched.append(doc)
+            continue
+        # A deleted row (the event says so, and its document is still gone) is missing too,
+        # required or not; a required one missing otherwise means the store lost it.
+        gone = [name for name in want.deleted if name in missing_sources(docs, want.deleted)]
+        missing = sorted({*missing_sources(docs, config.required_sources), *gone})
+        unexpected = [name for name in missing if name not in want.deleted]
+        if (unexpected and not want.partial) or len(missing) == len(config.sources):
+            gone = unexpected or list(config.source_names)
             reason = f"{want.kind}, but Elasticsearch no longer has source(s) {gone} for key"
             dead.append(DeadLetter.of(reason, "enricher", None, want.where, want.original, key))
             continue
         body = enriched_json(config.key_field, key, docs, want.fired_at, enriched_at, missing)
-        version = enriched_version(docs)
         enriched.append(EnrichedDoc(key, body, want.fired_at, want.where, want.original, version))
 
     target = Target(config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False)
@@ -223,7 +212,8 @@ def _enrich_group(
     kinds = Counter(wanted[item.record.key].kind for item in written.confirmed)
     metrics.add_all(
         {
-            names.ENRICHER_ENRICHED: len(written.confirmed),
+            names.ENRICHER_ENRICHED: len(written.confirmed) - kinds["deleted"],
+            names.ENRICHER_DELETED: kinds["deleted"],
             names.ENRICHER_UPDATED: kinds["updated"],
             names.ENRICHER_PARTIAL: kinds["incomplete"],
             names.ENRICHER_STALE: len(written.stale),
@@ -231,7 +221,7 @@ def _enrich_group(
         }
     )
     # What the group's documents weighed, as the enriched documents that joined them.
-    size = sum(len(value) for _, _, value in records)
+    size = sum(len(value or b"") for _, _, value in records)
     size += sum(letter.original_size or 0 for letter in too_large)
     return _Group(records, dead, size)
 
@@ -251,6 +241,9 @@ def enriched_records(
     dead: list[DeadLetter] = []
     for item in confirmed:
         key = item.record.key
+        if item.record.delete:
+            records.append((topic, key, None))  # a tombstone: a compacted topic forgets the key
+            continue
         value = item.record.body
         size = len(value) + len(key.encode())
         if size <= limit:
@@ -271,29 +264,3 @@ def _observe_latencies(metrics: Metrics, confirmed: list[Confirmed[EnrichedDoc]]
     for item in confirmed:
         fired = datetime.fromisoformat(item.record.fired_at)
         metrics.observe_latency((done - fired).total_seconds())
-
-
-def _parse(config: PipelineConfig, value: bytes | None, where: Where) -> Wanted | DeadLetter:
-    partial = where[0] == config.incomplete_topic
-    model: type[ReadyEvent | IncompleteEvent] = IncompleteEvent if partial else ReadyEvent
-    try:
-        event = model.model_validate_json(value or b"")
-    except ValidationError as exc:
-        what = "incomplete" if partial else "ready"
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"])
-        reason = f"malformed {what} event: {field + ': ' if field else ''}{error['msg']}"
-        return DeadLetter.of(reason, "enricher", None, where, value, _key_of(value))
-    if isinstance(event, IncompleteEvent):
-        return Wanted(event.key, "incomplete", event.expired_at, where, value or b"")
-    return Wanted(event.key, event.kind, event.fired_at, where, value or b"")
-
-
-def _key_of(value: bytes | None) -> str | None:
-    """The key a malformed event names, if it names one (for its dead letter)."""
-    try:
-        data = json.loads(value or b"")
-    except ValueError:
-        return None
-    key = data.get("key") if isinstance(data, dict) else None
-    return key if isinstance(key, str) else None

@@ -59,17 +59,18 @@ class Coordinate:
     artifact: str
     version: str
     type: str = "jar"
+    excluded: tuple[str, ...] = ()  # group:artifact of transitive dependencies to leave out
 
     def __str__(self) -> str:
         return f"{self.group}:{self.artifact}:{self.version}:{self.type}"
 
     def pom_dependency(self, transitive: bool) -> str:
-        exclusions = (
-            ""
-            if transitive
-            else "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId>"
-            "</exclusion></exclusions>"
+        left_out = self.excluded if transitive else ("*:*",)
+        exclusions = "".join(
+            f"<exclusion><groupId>{group}</groupId><artifactId>{artifact}</artifactId></exclusion>"
+            for group, _, artifact in (name.partition(":") for name in left_out)
         )
+        exclusions = f"<exclusions>{exclusions}</exclusions>" if exclusions else ""
         return (
             f"<dependency><groupId>{self.group}</groupId><artifactId>{self.artifact}</artifactId>"
             f"<version>{self.version}</version><type>{self.type}</type>{exclusions}</dependency>"
@@ -148,39 +149,39 @@ class ArtifactCache:
     def kafka_libs(self) -> Path:
         """Directory of the Kafka broker's jars, fetched on first use."""
         if not self.kafka_dir.is_dir():
-            with _staging(self.kafka_dir) as staging:
-                _maven_copy(KAFKA_BROKER, staging / "libs", transitive=True)
+            with staging(self.kafka_dir) as building:
+                maven_copy(KAFKA_BROKER, building / "libs", transitive=True)
         return self.kafka_dir / "libs"
 
     def elasticsearch_home(self) -> Path:
         """The extracted Elasticsearch distribution (``ES_HOME``), fetched on first use."""
         target = self.elasticsearch_dir
         if not target.is_dir():
-            with _staging(target) as staging:
+            with staging(target) as building:
                 dist = elasticsearch_dist(self.es_version)
-                _maven_copy([dist], staging / "download", transitive=False)
-                archive = next((staging / "download").glob("*.zip"))
-                _extract_zip(archive, staging / "dist")
-                shutil.rmtree(staging / "download")
+                maven_copy([dist], building / "download", transitive=False)
+                archive = next((building / "download").glob("*.zip"))
+                _extract_zip(archive, building / "dist")
+                shutil.rmtree(building / "download")
         return next((target / "dist").iterdir())
 
     def spark_kafka_jars(self) -> list[Path]:
         """The jars to put on ``spark.jars`` for Spark's Kafka source and sink."""
         if not self.spark_kafka_dir.is_dir():
-            with _staging(self.spark_kafka_dir) as staging:
-                _maven_copy(SPARK_KAFKA_CONNECTOR, staging, transitive=False)
+            with staging(self.spark_kafka_dir) as building:
+                maven_copy(SPARK_KAFKA_CONNECTOR, building, transitive=False)
         return sorted(self.spark_kafka_dir.glob("*.jar"))
 
     def java_compiler(self) -> Path:
         """The Eclipse compiler's jar, fetched on first use (only without a JDK's javac)."""
         target = self.root / f"ecj-{ECJ.version}"
         if not target.is_dir():
-            with _staging(target) as staging:
-                _maven_copy([ECJ], staging, transitive=False)
+            with staging(target) as building:
+                maven_copy([ECJ], building, transitive=False)
         return next(target.glob("*.jar"))
 
 
-class _staging:
+class staging:
     """Build a directory under a temporary name; rename it into place on success."""
 
     def __init__(self, target: Path) -> None:
@@ -209,7 +210,7 @@ def require_maven() -> str:
     return mvn
 
 
-def _maven_copy(coordinates: Iterable[Coordinate], output: Path, transitive: bool) -> None:
+def maven_copy(coordinates: Iterable[Coordinate], output: Path, transitive: bool) -> None:
     """Resolve ``coordinates`` through Maven and copy the files into ``output``."""
     mvn = require_maven()
     coordinates = list(coordinates)

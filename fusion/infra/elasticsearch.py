@@ -13,13 +13,13 @@ import json
 import os
 import pwd
 import shutil
-import stat
 import subprocess
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fusion.infra.accounts import chown_tree, ensure_user, grant_search
 from fusion.infra.errors import InfraError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
@@ -90,13 +90,13 @@ class LocalElasticsearch:
         java = self.java or java_home()
         if os.geteuid() == 0:
             user = ES_USER
-            if _ensure_user(user):
+            if ensure_user(user):
                 on_change(
                     f"created the system user {user} (no login, no home): Elasticsearch "
                     f"refuses to run as root; it owns {self.dir}"
                 )
-            _chown_tree(self.dir, user)
-            widened = _grant_search(self.dir, self.dist, java)
+            chown_tree(self.dir, user)
+            widened = grant_search(self.dir, self.dist, java)
             if widened:
                 on_change(
                     f"let other users traverse (chmod o+x) {', '.join(map(str, widened))}, "
@@ -220,50 +220,3 @@ def _jvm_options(heap: str, node_dir: Path) -> str:
 -XX:ErrorFile={node_dir / "logs"}/hs_err_pid%p.log
 -Xlog:gc*:file={node_dir / "logs"}/gc.log:utctime,level,pid,tags:filecount=4,filesize=16m
 """
-
-
-def _ensure_user(name: str) -> bool:
-    """Create the system user ``name`` unless it exists; True if it was created."""
-    try:
-        pwd.getpwnam(name)
-        return False
-    except KeyError:
-        useradd = shutil.which("useradd")
-        if useradd is None:
-            raise InfraError(
-                f"Elasticsearch refuses to run as root and `useradd` is missing to create "
-                f"the user {name}; create it yourself or run fusion as a normal user"
-            ) from None
-        subprocess.run(
-            [
-                useradd,
-                "--system",
-                "--no-create-home",
-                "--home-dir",
-                "/nonexistent",
-                "--shell",
-                "/usr/sbin/nologin",
-                name,
-            ],
-            check=True,
-            capture_output=True,
-        )
-    return True
-
-
-def _chown_tree(root: Path, user: str) -> None:
-    account = pwd.getpwnam(user)
-    for path in [root, *root.rglob("*")]:
-        os.lchown(path, account.pw_uid, account.pw_gid)
-
-
-def _grant_search(*paths: Path) -> list[Path]:
-    """Let other users traverse (not list) every directory above ``paths``; return those changed."""
-    changed = []
-    for path in paths:
-        for parent in path.resolve().parents:
-            mode = parent.stat().st_mode
-            if not mode & stat.S_IXOTH:
-                os.chmod(parent, mode | stat.S_IXOTH)
-                changed.append(parent)
-    return changed

@@ -29,7 +29,14 @@ from fusion.infra.secure import (
 _QUIET = logging.getLogger("fusion.infra.kafka.client")
 _QUIET.setLevel(logging.CRITICAL)
 
-_LOG4J2 = """\
+
+def log4j2_config(loggers: dict[str, str] | None = None) -> str:
+    """A log4j2 config for a Kafka server's JVM: warnings, ``kafka`` at INFO, plus ``loggers``."""
+    named = {"kafka": "INFO", "org.apache.kafka": "WARN", **(loggers or {})}
+    entries = "".join(
+        f"      - name: {name}\n        level: {level}\n" for name, level in named.items()
+    )
+    return f"""\
 Configuration:
   Appenders:
     Console:
@@ -38,11 +45,7 @@ Configuration:
         pattern: "[%d] %p %m (%c)%n"
   Loggers:
     Logger:
-      - name: kafka
-        level: INFO
-      - name: org.apache.kafka
-        level: WARN
-    Root:
+{entries}    Root:
       level: WARN
       AppenderRef:
         - ref: STDOUT
@@ -81,7 +84,7 @@ class LocalKafka:
         properties = self.dir / "server.properties"
         # It holds the broker's own SCRAM password when secured: readable by its owner only.
         write_private(properties, _server_properties(ports, self.data_dir, self.secure))
-        (self.dir / "log4j2.yaml").write_text(_LOG4J2)
+        (self.dir / "log4j2.yaml").write_text(log4j2_config())
         if not (self.data_dir / "meta.properties").exists():
             self._format(properties)
         self.process.start(self._java("kafka.Kafka", str(properties)), env=_env(), cwd=self.dir)

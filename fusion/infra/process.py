@@ -29,6 +29,9 @@ class ManagedProcess:
     pid_file: Path
     log_file: Path
     marker: str
+    # What asks it to stop: PostgreSQL's SIGTERM waits for every client (a connector's
+    # replication connection never leaves); its SIGINT is the fast shutdown.
+    stop_signal: signal.Signals = signal.SIGTERM
 
     def start(
         self,
@@ -68,12 +71,12 @@ class ManagedProcess:
         return self.pid() is not None
 
     def stop(self, timeout: float = 60.0) -> None:
-        """SIGTERM the process group, wait for it, SIGKILL what remains."""
+        """Signal the process group (SIGTERM), wait for it, SIGKILL what remains."""
         pid = self.pid()
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return
-        _signal_group(pid, signal.SIGTERM)
+        _signal_group(pid, self.stop_signal)
         deadline = time.monotonic() + timeout
         while group_members(pid) and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -7,7 +7,8 @@
 3. check the ports are free (a service already running from an earlier ``up`` is kept);
 4. start both servers, each in its own process group, data under the state directory;
    with ``spark_workers``, also a Spark standalone master and that many workers
-   (:mod:`fusion.infra.spark`);
+   (:mod:`fusion.infra.spark`); with ``cdc_ports``, PostgreSQL and a Kafka Connect
+   worker with Debezium, once Kafka is healthy (:mod:`fusion.infra.cdc`);
 5. wait until Kafka answers metadata, Elasticsearch reports yellow/green health
    and the Spark master counts its workers, stopping what it started and
    showing the log tail of the one that failed otherwise;
@@ -30,6 +31,15 @@ from fusion.infra.artifacts import (
     ArtifactCache,
     preparing,
 )
+from fusion.infra.cdc.servers import (
+    CdcService,
+    cdc_services,
+    cdc_status,
+    cdc_urls,
+    recorded_ports,
+    start_cdc,
+    wait_cdc,
+)
 from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch
 from fusion.infra.errors import InfraError, ServerStartError
 from fusion.infra.java import elasticsearch_java_home, java_home
@@ -44,9 +54,8 @@ from fusion.infra.services import (
     companion_port,
     es_version_at,
     reuse,
-    spark_version,
 )
-from fusion.infra.spark import LocalSparkCluster, start_cluster, wait_until_alive
+from fusion.infra.spark import LocalSparkCluster, spark_status, start_cluster, wait_until_alive
 
 
 def _ignore(_: str) -> None:
@@ -120,11 +129,13 @@ class LocalRuntime:
         spark_workers: int = 0,
         spark_port: int = 7077,
         on_change: Callable[[str], None] = _ignore,
+        cdc_ports: tuple[int, int] | None = None,
     ) -> Endpoints:
         """Start whatever is not running yet and wait until every server is healthy.
 
         ``on_step`` hears what it is doing; ``on_change`` what it changed on the
         machine outside Fusion's directories (see :meth:`LocalElasticsearch.start`).
+        ``cdc_ports`` (PostgreSQL's, Connect's) start the CDC servers too (:mod:`.cdc`).
         """
         java_home()
         check_state(self.state_dir, self._read_state(), self.es_version, self.secure)
@@ -137,7 +148,7 @@ class LocalRuntime:
         state = self._read_state()
         state["secure"] = self.secure
         kafka, es = self.kafka(), self.elasticsearch()
-        started: list[LocalKafka | LocalElasticsearch | LocalSparkCluster] = []
+        started: list[LocalKafka | LocalElasticsearch | LocalSparkCluster | CdcService] = []
         try:
             if not reuse(kafka, state.get("kafka"), kafka_port, "--kafka-port"):
                 on_step(f"starting Kafka {KAFKA_VERSION} on 127.0.0.1:{kafka_port}")
@@ -164,6 +175,13 @@ class LocalRuntime:
             self._wait_healthy(kafka, es, endpoints, timeout)
             if spark_workers:
                 wait_until_alive(cluster, state["spark"]["ui_port"], timeout)
+            if cdc_ports:  # after Kafka is healthy: the Connect worker needs it to start
+                at = (endpoints.kafka_bootstrap, cdc_ports)
+                started += start_cdc(
+                    self.state_dir, self.cache.root, state, *at, on_step, on_change
+                )
+                self._write_state(state)
+                wait_cdc(state, self.state_dir, self.cache.root, timeout)
             if self.material is not None:
                 write_env(self.material, endpoints.kafka_bootstrap, endpoints.es_url)
         except BaseException:
@@ -175,10 +193,11 @@ class LocalRuntime:
     def down(self, purge: bool = False) -> None:
         """Stop every server (nothing of ours keeps running); with ``purge``, delete their data."""
         self.spark().stop()
-        for service in self.services():
+        for service in [*self.services(), *self.cdc_services()]:
             service.process.stop()
         state = self._read_state()
-        if state.pop("spark", None) is not None and self.state_dir.is_dir():
+        stopped = [state.pop(name, None) for name in ("spark", "postgres", "connect")]
+        if any(stopped) and self.state_dir.is_dir():
             self._write_state(state)
         if purge:
             shutil.rmtree(self.state_dir, ignore_errors=True)
@@ -204,20 +223,14 @@ class LocalRuntime:
             )
         spark = state.get("spark")
         if spark:
-            cluster = self.spark()
-            pid = cluster.master.pid()
-            alive = cluster.alive_workers(spark["ui_port"]) if pid else 0
-            result.append(
-                ServiceStatus(
-                    "spark",
-                    pid is not None,
-                    pid is not None and alive >= spark["workers"],
-                    f"spark://127.0.0.1:{spark['port']}",
-                    f"{spark_version()}, {alive} of {spark['workers']} worker(s) alive",
-                    pid,
-                )
-            )
-        return result
+            result.append(spark_status(self.spark(), spark))
+        return result + cdc_status(self.state_dir, self.cache.root, state)
+
+    def cdc_ports(self) -> tuple[int, int]:
+        return recorded_ports(self._read_state())
+
+    def cdc_services(self) -> list[CdcService]:
+        return cdc_services(self.state_dir, self.cache.root, self._read_state())
 
     def log_file(self, service: Service) -> Path:
         if service == "spark":
@@ -270,11 +283,10 @@ class LocalRuntime:
             kafka_bootstrap=f"127.0.0.1:{state['kafka']['port']}",
             es_url=es_url,
             kafka_version=KAFKA_VERSION,
-            es_version=(es_version_at(es_url, material) or "unknown")
-            if with_es_version
-            else "unknown",
+            es_version=(es_version_at(es_url, material) if with_es_version else None) or "unknown",
             spark_master=f"spark://127.0.0.1:{spark['port']}" if spark else None,
             env_file=str(material.env_file) if material is not None else None,
+            cdc=cdc_urls(state),
         )
 
     def _read_state(self) -> dict[str, Any]:

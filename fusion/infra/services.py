@@ -32,6 +32,7 @@ class Endpoints:
     es_version: str
     spark_master: str | None = None  # spark://127.0.0.1:<port> when workers were started
     env_file: str | None = None  # a secured runtime's settings for Fusion (`source` it)
+    cdc: tuple[str | None, str | None] = (None, None)  # PostgreSQL's URL, Connect's (`--cdc`)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from fusion.infra.elasticsearch import get_json
 from fusion.infra.errors import InfraError, PortInUseError, ServerStartError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess, port_is_free
-from fusion.infra.services import companion_port
+from fusion.infra.services import ServiceStatus, companion_port, spark_version
 
 
 @dataclass(frozen=True)
@@ -169,3 +169,17 @@ def wait_until_alive(cluster: LocalSparkCluster, ui_port: int, timeout: float) -
                 cluster.log_tail(),
             )
         time.sleep(0.5)
+
+
+def spark_status(cluster: LocalSparkCluster, recorded: dict[str, Any]) -> ServiceStatus:
+    """What ``fusion infra status`` says of the master and its workers."""
+    pid = cluster.master.pid()
+    alive = cluster.alive_workers(recorded["ui_port"]) if pid else 0
+    return ServiceStatus(
+        "spark",
+        pid is not None,
+        pid is not None and alive >= recorded["workers"],
+        f"spark://127.0.0.1:{recorded['port']}",
+        f"{spark_version()}, {alive} of {recorded['workers']} worker(s) alive",
+        pid,
+    )

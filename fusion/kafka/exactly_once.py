@@ -46,7 +46,7 @@ from fusion.kafka.errors import FencedError, TransactionError
 from fusion.kafka.markers import Marker
 from fusion.kafka.producer import produce
 
-OutRecord = tuple[str, str | None, bytes]  # topic, key, value
+OutRecord = tuple[str, str | None, bytes | None]  # topic, key, value (None: a tombstone)
 T = TypeVar("T")
 
 

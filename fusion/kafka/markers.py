@@ -100,6 +100,7 @@ SOURCE_COUNTS = (
     names.SOURCE_BULK_REQUESTS,
     names.SOURCE_LOST,
     names.SOURCE_TOMBSTONES,
+    names.SOURCE_DELETED,
 )
 _STAGE_COUNTS = [
     value for name, value in vars(names).items() if name.isupper() and "." in str(value)

@@ -9,7 +9,9 @@ from fusion.kafka import client as kafka_client
 from fusion.kafka.errors import PublishError
 
 
-def produce(producer: Any, topic: str, key: str | None, value: bytes, **options: Any) -> None:
+def produce(
+    producer: Any, topic: str, key: str | None, value: bytes | None, **options: Any
+) -> None:
     """``producer.produce``, waiting while librdkafka's local queue is full instead of failing."""
     while True:
         try:

@@ -26,6 +26,7 @@ SOURCE_STALE = "stale"  # older than what the index holds
 SOURCE_BULK_REQUESTS = "bulk_requests"
 SOURCE_LOST = "lost"  # deleted from the topic before they were read
 SOURCE_TOMBSTONES = "tombstones"  # null values of change-event topics: dropped, counted
+SOURCE_DELETED = "deleted"  # deletes applied (a tombstone document indexed, acked)
 DLQ = "dlq"  # every stage's dead letters: <stage>.dlq, indexer.<source>.dlq
 
 
@@ -46,6 +47,7 @@ COUNTER_FIRED_LATE = "counter.fired_late"  # fired after being reported incomple
 COUNTER_UPDATED = "counter.updated"
 COUNTER_INCOMPLETE = "counter.incomplete"
 COUNTER_DLQ = "counter.dlq"
+COUNTER_DELETED = "counter.deleted"  # fired keys whose enriched document their deletes removed
 
 # The enricher (in the counter's task or its own query) and reconcile.
 ENRICHER_READY = "enricher.ready"  # events read to enrich
@@ -54,6 +56,7 @@ ENRICHER_ENRICHED = "enricher.enriched"  # enriched documents Elasticsearch conf
 ENRICHER_UPDATED = "enricher.updated"
 ENRICHER_PARTIAL = "enricher.partial"
 ENRICHER_STALE = "enricher.stale"
+ENRICHER_DELETED = "enricher.deleted"  # enriched documents deleted (their sources were)
 ENRICHER_BULK_REQUESTS = "enricher.bulk_requests"
 ENRICHER_ES_REQUESTS = "enricher.es_requests"  # lookups: GETs or _mgets
 ENRICHER_DOCS_FETCHED = "enricher.docs_fetched"

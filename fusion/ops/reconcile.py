@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch import Elasticsearch
 
 from fusion.core.config import RESERVED_FIELD, PipelineConfig
+from fusion.core.errors import ConfigError
 from fusion.core.events import ReadyEvent, now_iso
 from fusion.core.faults import crash_point
 from fusion.elastic import scan
@@ -83,10 +84,17 @@ Progress = Callable[[Report], None]
 
 
 def needs_enrichment(
-    required: Sequence[str], versions: Mapping[str, int], enriched_version: int | None
+    required: Sequence[str],
+    versions: Mapping[str, int],
+    enriched_version: int | None,
+    deleted: Set[str] = frozenset(),
 ) -> bool:
-    """Every required source is there and the enriched document is missing or older."""
-    if any(name not in versions for name in required):
+    """Every required source is there and the enriched document is missing or older.
+
+    ``deleted``: sources whose document is a deleted row's tombstone; absent, but
+    their versions count in the enriched version all the same.
+    """
+    if any(name not in versions or name in deleted for name in required):
         return False
     return enriched_version is None or enriched_version < sum(versions.values())
 
@@ -95,6 +103,13 @@ def reconcile(
     spark: SparkSession, config: PipelineConfig, progress: Progress | None = None
 ) -> Report:
     """Plan (or resume) a run, scan and enrich its slices on the executors; the counts."""
+    if not config.required_sources:
+        raise ConfigError(
+            "fusion reconcile",
+            "",
+            f"it walks the first required source's index, and pipeline {config.name!r} has "
+            "none: mark the source every key has `required = true`",
+        )
     report = Report()
     files = CheckpointFiles(spark, config.checkpoint(STAGE))
     plan = _load_plan(files)
@@ -200,8 +215,9 @@ def _to_enrich(
     # Every source, then the enriched document ("" names it) of each key.
     targets = [(config.index_of(s), s.name) for s in config.sources]
     targets.append((config.enriched_index, ""))
+    fields = {"": [f"{RESERVED_FIELD}.fired_at"]}  # and a source's tombstone mark
     docs = [
-        {"_index": index, "_id": key, "_source": ["fusion.fired_at"] if not name else False}
+        {"_index": index, "_id": key, "_source": fields.get(name, [f"{RESERVED_FIELD}.deleted"])}
         for key in ids
         for index, name in targets
     ]
@@ -219,15 +235,21 @@ def _to_enrich(
         enriched = versions.pop("", None)
         if _fired_at(row[-1]) == run_started_at:
             enriched = None  # written by this run, maybe never published
-        complete = all(n in versions for n in config.required_sources)
+        gone = {name for (_, name), hit in zip(targets, row, strict=True) if _tombstone(hit)}
+        complete = all(n in versions and n not in gone for n in config.required_sources)
         counts[SCANNED] += 1
         counts[COMPLETE] += complete
-        if needs_enrichment(config.required_sources, versions, enriched):
+        if needs_enrichment(config.required_sources, versions, enriched, gone):
             keys.append(key)
             counts[PLANNED] += 1
         elif complete:
             counts[UP_TO_DATE] += 1
     return keys, counts
+
+
+def _tombstone(hit: Mapping[str, Any]) -> bool:
+    own = hit.get("_source", {}).get(RESERVED_FIELD)
+    return isinstance(own, dict) and own.get("deleted") is True
 
 
 def _fired_at(hit: Mapping[str, Any]) -> str | None:

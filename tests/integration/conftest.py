@@ -31,6 +31,8 @@ from elasticsearch import Elasticsearch
 
 from fusion.core.settings import ElasticsearchSettings, RuntimeSettings, Settings
 from fusion.elastic import client as es_client
+from fusion.infra.cdc.postgres import LocalPostgres
+from fusion.infra.cdc.servers import start_cdc, wait_cdc
 from fusion.infra.process import free_port
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.services import Endpoints
@@ -334,6 +336,37 @@ def make_index(es: Elasticsearch) -> Iterator[Callable[[str], str]]:
     yield make
     for name in names:
         es.options(ignore_status=404).indices.delete(index=name)
+
+
+@dataclass(frozen=True)
+class Cdc:
+    """PostgreSQL and a Kafka Connect worker with Debezium, started once for the session."""
+
+    postgres: LocalPostgres
+    pg_port: int
+    connect_port: int
+
+    def sql(self, statement: str) -> str:
+        return self.postgres.sql(self.pg_port, statement)
+
+
+@pytest.fixture(scope="session")
+def cdc(settings: Settings) -> Iterator[Cdc]:
+    """Real change-data-capture beside the session's Kafka (whichever way that runs)."""
+    home = settings.runtime.home
+    state_dir = Path(tempfile.mkdtemp(prefix="test-cdc-", dir=_ensure(home)))
+    state: dict[str, Any] = {}
+    ports = (free_port(), free_port())
+    services = []
+    try:
+        services = start_cdc(state_dir, home / "artifacts", state, settings.kafka.bootstrap, ports)
+        wait_cdc(state, state_dir, home / "artifacts", timeout=180)
+        postgres = next(s for s in services if isinstance(s, LocalPostgres))
+        yield Cdc(postgres, *ports)
+    finally:
+        for service in services:
+            service.process.stop()
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 @dataclass(frozen=True)

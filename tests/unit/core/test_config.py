@@ -115,7 +115,6 @@ def test_lifecycle_settings_parse_durations_and_per_source_overrides() -> None:
         ({"timeout": "soon"}, "is not a duration"),
         ({"timeout": "0s"}, "positive duration"),
         ({"timeout": "2h", "state_ttl": "1h"}, "state_ttl (3600 s) must be longer"),
-        ({"required": False}, "at least one source must be required"),
         ({"on_update": "merge"}, "on_update"),
     ],
 )
@@ -198,3 +197,12 @@ def test_the_counter_engine_is_jvm_or_python(tmp_path: Path) -> None:
         ConfigError, match=r"pipeline\.counter_engine: Input should be 'jvm' or 'python'"
     ):
         _load(tmp_path, python.replace('"python"', '"rust"'))
+
+
+def test_every_source_optional_is_a_full_join_and_reconcile_says_what_it_needs() -> None:
+    from fusion.ops.reconcile import reconcile
+
+    config = lifecycle_config({"required": False}, {})
+    assert config.required_sources == () and not config.has_deadlines
+    with pytest.raises(ConfigError, match="required = true"):
+        reconcile(None, config)  # type: ignore[arg-type]  # refused before Spark is asked

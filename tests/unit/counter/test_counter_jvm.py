@@ -44,8 +44,10 @@ def random_rules(rng: random.Random) -> Rules:
     required = frozenset(s for s in sources if rng.random() < 0.7) or frozenset([min(sources)])
     timeouts = {s: rng.choice([None, None, 2_000, 5_000, 9_000]) for s in sources}
     on_update = rng.choice(["reenrich", "reenrich", "ignore"])
+    on_delete = rng.choice(["reenrich", "delete"])
     # Some histories outlive their state_ttl: 10 s and 25 s are within a history's reach.
-    return Rules(sources, required, timeouts, on_update, rng.choice([None, 10_000, 25_000]))
+    ttl = rng.choice([None, 10_000, 25_000])
+    return Rules(sources, required, timeouts, on_update, ttl, on_delete)
 
 
 def random_ack(rng: random.Random, n: int) -> AckSeen:
@@ -58,8 +60,9 @@ def random_ack(rng: random.Random, n: int) -> AckSeen:
         topic="acks",
         partition=rng.randint(0, 3),
         offset=n,
-        version=rng.choice([None, 0, 1, 1, 2, 3]),
+        version=rng.choice([None, 0, 1, 1, 2, 3, 4]),
         digest=rng.choice([None, "a", "b", "b"]),
+        deleted=rng.random() < 0.2,  # a source's row deleted
     )
 
 
@@ -92,7 +95,7 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
     rng = random.Random(20261123)
     steps = 0
     seen: Counter[str] = Counter()  # what the histories exercised
-    for history in range(400):
+    for history in range(600):
         rules = random_rules(rng)
         key = "" if history % 50 == 0 else f"K-{history}"
         state: KeyState | None = None
@@ -136,6 +139,7 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
     print(dict(seen))
     assert steps > 1_500
     assert min(seen[k] for k in ("ready", "updated", "incomplete", "new_key")) >= 20, seen
+    assert seen["deleted"] >= 10, seen  # a fired key's enriched document deleted
     assert min(seen[k] for k in ("timeout", "state_ttl", "no state")) >= 20, seen
     assert min(seen[k] for k in ("register_timer", "delete_timer", "rejected")) >= 20, seen
     assert seen["restored timer"] >= 20, seen

@@ -66,3 +66,38 @@ def test_a_key_reported_incomplete_keeps_its_report_and_fires_late_once() -> Non
 def test_nothing_known_of_a_key_is_no_state() -> None:
     assert rebuilt_state([], None, NOW) is None
     assert rebuilt_state([], History(), NOW) is None
+
+
+def _gone(source: str, version: int) -> AckSeen:
+    return AckSeen(source, NOW.iso, version=version, deleted=True)
+
+
+def test_a_fired_key_with_a_deleted_row_keeps_it_deleted_and_a_replayed_delete_is_nothing() -> None:
+    docs = [Doc("a", 5, "da"), Doc("b", 8, None, deleted=True)]
+    history = History(FIRED, None, FIRED, {"a": 5, "b": 8}, deleted=("b",))
+    state = rebuilt_state(docs, history, NOW)
+    assert state is not None and state.fired and state.deleted == ["b"]
+    assert state.present == ["a"]
+    assert decide("K", state, [_gone("b", 8)], RULES, NOW).events == []
+    back = decide("K", state, [_ack("b", 9, "db")], RULES, NOW)
+    assert [e.kind for e in back.events] == ["updated"]  # type: ignore[union-attr]
+
+
+def test_a_key_whose_rows_all_went_is_restored_with_nothing_to_fire_or_wait_for() -> None:
+    docs = [Doc("a", 6, None, deleted=True), Doc("b", 8, None, deleted=True)]
+    history = History(None, None, FIRED, {"a": 6, "b": 8}, ("a", "b"), unfired=True)
+    state = rebuilt_state(docs, history, NOW)
+    assert state is not None and not state.fired and state.present == []
+    assert restored_timer(state, RULES, NOW) is None
+    assert decide("K", state, [_gone("a", 6), _gone("b", 8)], RULES, NOW).events == []
+    back = decide("K", state, [_ack("a", 7, "da"), _ack("b", 9, "db")], RULES, NOW)
+    assert back.ready is not None  # written again, complete: it fires again
+
+
+def test_a_key_unfired_by_a_delete_waits_without_a_deadline_as_the_live_counter_does() -> None:
+    docs = [Doc("a", 5, "da"), Doc("b", 8, None, deleted=True)]
+    first = "2025-12-31T23:00:00.000000Z"  # an hour before NOW
+    history = History(None, None, first, {"a": 5, "b": 8}, ("b",), unfired=True)
+    state = rebuilt_state(docs, history, NOW)
+    assert state is not None and not state.fired and state.first_ack_at == first
+    assert restored_timer(state, RULES, NOW) is None  # b's 60 s from its first ack are past

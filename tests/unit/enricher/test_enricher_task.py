@@ -10,7 +10,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter, dumps
 from fusion.elastic.bulk import Confirmed
 from fusion.enricher.groups import GroupSizer
-from fusion.enricher.task import EnrichedDoc, Wanted, _parse, enriched_records
+from fusion.enricher.task import EnrichedDoc, enriched_records
+from fusion.enricher.wanted import Wanted, parse_event
 
 CONFIG = PipelineConfig.model_validate(
     {
@@ -25,7 +26,7 @@ GOOD = {"key": "K1", "sources": ["a", "b"], "first_ack_at": "2026-01-01T00:00:00
 def test_a_ready_event_as_fusion_writes_it_is_read() -> None:
     event = GOOD | {"fired_at": "2026-01-01T00:00:01.5Z"}
 
-    wanted = _parse(CONFIG, json.dumps(event).encode(), WHERE)
+    wanted = parse_event(CONFIG, json.dumps(event).encode(), WHERE)
 
     assert (
         isinstance(wanted, Wanted) and wanted.key == "K1" and wanted.fired_at == event["fired_at"]
@@ -40,7 +41,7 @@ def test_a_timestamp_elasticsearch_takes_but_fusion_cannot_use_is_a_dead_letter(
 ) -> None:
     value = json.dumps(GOOD | {"fired_at": fired_at}).encode()
 
-    letter = _parse(CONFIG, value, WHERE)
+    letter = parse_event(CONFIG, value, WHERE)
 
     assert isinstance(letter, DeadLetter)
     assert letter.reason.startswith("malformed ready event: fired_at: ")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from indexers.changes import NotAChange, change_of
-from indexers.records import Deletion, RawRecord, SourceRecord, Tombstone, parse
+from indexers.records import RawRecord, SourceRecord, Tombstone, parse
 
 ROW = {"order_id": 7, "total": 12.5}
 
@@ -53,9 +53,16 @@ def test_a_change_event_indexes_its_row_and_keys_it_from_the_row_or_the_record_k
     assert isinstance(by_key, SourceRecord) and by_key.key == "7"
 
 
-def test_a_delete_and_its_tombstone() -> None:
+def test_a_delete_writes_a_tombstone_document_and_the_tombstone_record_is_dropped() -> None:
     value = json.dumps({"before": {"order_id": 7}, "after": None, "op": "d"}).encode()
     deletion = parse(RawRecord(value, "t", 0, 8), "orders", "order_id", 1000, "debezium")
-    assert deletion == Deletion("7", "t", 0, 8)
+    assert isinstance(deletion, SourceRecord) and deletion.deleted and deletion.key == "7"
+    assert deletion.version == 9 and deletion.digest is None
+    # Indexed, keyed as the source's documents are: its version orders later writes.
+    assert json.loads(deletion.source) == {"order_id": "7", "fusion": {"deleted": True, "key": "7"}}
+    by_key = RawRecord(value, "t", 0, 8, b'{"order_id": 7}')
+    stored = parse(by_key, "orders", "record_key.order_id", 1000, "debezium", store_key=True)
+    assert isinstance(stored, SourceRecord)
+    assert json.loads(stored.source) == {"fusion": {"deleted": True, "key": "7"}}
     tombstone = parse(RawRecord(None, "t", 0, 9), "orders", "order_id", 1000, "debezium")
     assert tombstone == Tombstone(("t", 0, 9))

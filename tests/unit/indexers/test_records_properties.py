@@ -22,7 +22,6 @@ from fusion.core.config_values import SourceFormat
 from fusion.core.events import DeadLetter, dead_letter_records
 from fusion.elastic.bulk import Confirmed, bulk_actions
 from indexers.records import (
-    Deletion,
     RawRecord,
     SourceRecord,
     Tombstone,
@@ -92,11 +91,11 @@ def _whole_path(
     key: str = KEY_FIELD,
     fmt: SourceFormat = "json",
     record_key: bytes | None = None,
-) -> SourceRecord | DeadLetter | Deletion | Tombstone:
+) -> SourceRecord | DeadLetter | Tombstone:
     """One record through every step of the indexer that could raise on its content."""
     raw = RawRecord(value, "billing", 0, 41, record_key)
     parsed = parse(raw, "billing", key, MAX_BYTES, fmt)
-    if isinstance(parsed, Deletion | Tombstone):
+    if isinstance(parsed, Tombstone):
         assert fmt == "debezium" and parsed.where == ("billing", 0, 41)
         return parsed
     if isinstance(parsed, DeadLetter):

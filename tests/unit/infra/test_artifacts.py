@@ -59,7 +59,7 @@ def test_zip_extraction_keeps_exec_bits(tmp_path: Path) -> None:
 def test_failed_staging_leaves_nothing_behind(tmp_path: Path) -> None:
     target = tmp_path / "kafka-1"
 
-    with pytest.raises(RuntimeError), artifacts._staging(target) as staging:
+    with pytest.raises(RuntimeError), artifacts.staging(target) as staging:
         (staging / "partial.jar").write_text("x")
         raise RuntimeError("download interrupted")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fusion.infra.elasticsearch import _ensure_user, _grant_search
+from fusion.infra.accounts import ensure_user, grant_search
 
 
 def test_traverse_permissions_are_reported_once_for_the_directories_changed(
@@ -20,8 +20,8 @@ def test_traverse_permissions_are_reported_once_for_the_directories_changed(
     os.chmod(closed, 0o700)
     os.chmod(closed / "inner", 0o755)
 
-    first = _grant_search(inner)
-    second = _grant_search(inner)
+    first = grant_search(inner)
+    second = grant_search(inner)
 
     assert closed in first and closed / "inner" not in first
     assert closed.stat().st_mode & stat.S_IXOTH
@@ -31,4 +31,4 @@ def test_traverse_permissions_are_reported_once_for_the_directories_changed(
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="useradd needs root")
 def test_an_existing_user_is_not_created_again() -> None:
-    assert _ensure_user("root") is False
+    assert ensure_user("root") is False

@@ -88,3 +88,7 @@ def test_reconcile_picks_complete_keys_without_a_current_enriched_document() -> 
     assert needs_enrichment(required, {"billing": 4, "insurance": 1, "notes": 2}, 5)
     assert not needs_enrichment(required, {"billing": 4, "insurance": 1}, 5)
     assert not needs_enrichment(required, {"billing": 4, "notes": 1}, None)
+    # A required source's row deleted (its tombstone): not complete, nothing to enrich.
+    assert not needs_enrichment(required, {"billing": 4, "insurance": 2}, None, {"insurance"})
+    # An optional one deleted: its tombstone's version counts, as the enricher sums it.
+    assert not needs_enrichment(required, {"billing": 4, "insurance": 1, "notes": 3}, 8, {"notes"})

@@ -23,14 +23,14 @@ public final class CounterRows {
   /** What the counter reads, in this order; {@code kind} is {@code ack} or {@code count}. */
   public static final String INPUT_COLUMNS =
       "k,source,acked_at,version,digest,raw,topic,partition,offset,kind,"
-          + "count_name,count_value,executor";
+          + "count_name,count_value,executor,deleted";
 
   /** The rows of {@link #INPUT_COLUMNS}. */
   public static final StructType INPUT =
       StructType.fromDDL(
           "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
               + "topic STRING, partition INT, offset BIGINT, kind STRING, "
-              + "count_name STRING, count_value BIGINT, executor STRING");
+              + "count_name STRING, count_value BIGINT, executor STRING, deleted BOOLEAN");
 
   /** The grouping key of the counter's state. */
   public static final StructType KEY = StructType.fromDDL("k STRING");
@@ -58,17 +58,18 @@ public final class CounterRows {
       String raw,
       Object topic,
       Object partition,
-      Object offset) {
+      Object offset,
+      Object deleted) {
     return RowFactory.create(
         k, source, ackedAt, version, digest, raw, topic, partition, offset, "ack", null, null,
-        null);
+        null, deleted);
   }
 
   /** A count on its way through the counter: its name, its value, the executor that counted. */
   public static Row countIn(String name, long value, String executor) {
     return RowFactory.create(
         COUNTS_KEY, null, null, null, null, null, null, null, null, "count", name, value,
-        executor);
+        executor, null);
   }
 
   /** The same count out of the counter. */

@@ -14,6 +14,7 @@ public final class MetricNames {
   public static final String COUNTER_UPDATED = "counter.updated";
   public static final String COUNTER_INCOMPLETE = "counter.incomplete";
   public static final String COUNTER_DLQ = "counter.dlq";
+  public static final String COUNTER_DELETED = "counter.deleted";
 
   /** What every task's writer counts: a batch found published, Kafka calls retried, spilled. */
   public static final String TASKS_REPLAYED = "tasks.replayed";

@@ -5,7 +5,6 @@ import fusion.counter.Decisions.Decision;
 import fusion.counter.Decisions.Event;
 import fusion.counter.Decisions.Now;
 import fusion.counter.Decisions.Rejected;
-import fusion.counter.Decisions.Rules;
 import fusion.contract.CounterRows;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,7 +55,7 @@ public final class AckCounter extends StatefulProcessorWithInitialState<Row, Row
     TTLConfig ttl =
         ttlMs == null
             ? TTLConfig.NONE()
-            : TTLConfig.apply(Duration.ofMillis(Decisions.retentionMs(ttlMs)));
+            : TTLConfig.apply(Duration.ofMillis(Rules.retentionMs(ttlMs)));
     state = getHandle().getValueState(STATE_NAME, Encoders.row(STATE), ttl);
   }
 
@@ -79,7 +78,8 @@ public final class AckCounter extends StatefulProcessorWithInitialState<Row, Row
               r.getInt(7),
               r.getLong(8),
               r.isNullAt(3) ? null : r.getLong(3),
-              r.getString(4)));
+              r.getString(4),
+              !r.isNullAt(13) && r.getBoolean(13)));
     }
     return apply(k, before, Decisions.decide(k, before, acks, rules, now(timerValues)));
   }

@@ -43,9 +43,11 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
   static final String[] KAFKA_COLUMNS = {"key", "value", "topic", "partition", "offset"};
 
   /** The ack's fields the counter reads, in the order of {@link CounterRows#INPUT_COLUMNS}. */
-  private static final List<String> FIELDS = List.of("key", "source", "acked_at", "version", "digest");
+  private static final List<String> FIELDS =
+      List.of("key", "source", "acked_at", "version", "digest", "deleted");
 
-  private static final int VERSION = FIELDS.indexOf("version"); // the one BIGINT; the rest STRING
+  private static final int VERSION = FIELDS.indexOf("version"); // the one BIGINT
+  private static final int DELETED = FIELDS.indexOf("deleted"); // the one BOOLEAN; the rest STRING
 
   /** The counter's input rows of a stream of the ack topic (Kafka source columns). */
   public static Dataset<Row> parse(Dataset<Row> kafka) {
@@ -93,7 +95,8 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
         value == null ? null : new String(value, StandardCharsets.UTF_8),
         record.get(2),
         record.get(3),
-        record.get(4));
+        record.get(4),
+        ack[5]);
   }
 
   /** The values of {@link #FIELDS} in {@code value}, as {@code from_json} reads them. */
@@ -179,7 +182,10 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
           continue;
         }
         try {
-          out[index] = index == VERSION ? longValue(parser) : stringValue(factory, parser);
+          out[index] =
+              index == VERSION
+                  ? longValue(parser)
+                  : index == DELETED ? booleanValue(parser) : stringValue(factory, parser);
         } catch (IOException | RuntimeException e) {
           if (only < 0) {
             throw e;
@@ -206,6 +212,18 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
       return parser.getLongValue();
     }
     throw new IOException("not a BIGINT: " + token);
+  }
+
+  /** The current value as a BOOLEAN: true or false, null for JSON null, else a failure. */
+  private static Boolean booleanValue(JsonParser parser) throws IOException {
+    JsonToken token = valueToken(parser);
+    if (token == null || token == JsonToken.VALUE_NULL) {
+      return null;
+    }
+    if (token == JsonToken.VALUE_TRUE || token == JsonToken.VALUE_FALSE) {
+      return token == JsonToken.VALUE_TRUE;
+    }
+    throw new IOException("not a BOOLEAN: " + token);
   }
 
   /** The current value as a STRING: a string's text, any other value's JSON text. */

@@ -89,7 +89,9 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
         }
         default -> {
           counts.merge(COUNTS.get(kind), 1L, Long::sum);
-          add(records, topics.get(kind), key, row.getUTF8String(2).toString());
+          // A key whose enriched document goes is said on the updates topic, as its updates.
+          String topic = topics.get("deleted".equals(kind) ? "updated" : kind);
+          add(records, topic, key, row.getUTF8String(2).toString());
         }
       }
     }
@@ -104,7 +106,8 @@ public final class CounterEvents implements FlatMapFunction<Iterator<InternalRow
       Map.of(
           "ready", MetricNames.COUNTER_FIRED,
           "updated", MetricNames.COUNTER_UPDATED,
-          "incomplete", MetricNames.COUNTER_INCOMPLETE);
+          "incomplete", MetricNames.COUNTER_INCOMPLETE,
+          "deleted", MetricNames.COUNTER_DELETED);
 
   private static void add(Spool records, String topic, String key, String value) {
     records.add(

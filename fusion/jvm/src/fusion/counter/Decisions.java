@@ -1,13 +1,13 @@
 package fusion.counter;
 
 import fusion.counter.KeyState.Seen;
-import java.io.Serializable;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -25,40 +25,8 @@ public final class Decisions {
   private Decisions() {}
 
   static final long NEVER = 1L << 62;
-  private static final long DAY_MS = 86_400_000L;
   private static final DateTimeFormatter ISO =
       DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").withZone(ZoneOffset.UTC);
-
-  /** What the counter needs from the pipeline config. */
-  public record Rules(
-      Set<String> sources,
-      Set<String> required,
-      Map<String, Long> timeoutsMs,
-      boolean reenrich,
-      Long stateTtlMs)
-      implements Serializable {
-    long due(KeyState state, String source) {
-      Long timeout = timeoutsMs.get(source);
-      if (timeout != null) {
-        return state.startedMs() + timeout;
-      }
-      if (stateTtlMs == null || !required.contains(source)) {
-        return NEVER;
-      }
-      long step = ttlStepMs(stateTtlMs);
-      return Math.floorDiv(-(state.startedMs() + stateTtlMs), step) * -step;
-    }
-  }
-
-  /** What a key's TTL deadline is rounded up to ({@code decisions.ttl_step_ms}). */
-  static long ttlStepMs(long stateTtlMs) {
-    return Math.max(1, Math.min(60_000, stateTtlMs / 100));
-  }
-
-  /** Spark's state TTL: {@code state_ttl} plus a margin ({@code decisions.retention_ms}). */
-  public static long retentionMs(long stateTtlMs) {
-    return stateTtlMs + Math.min(stateTtlMs, DAY_MS);
-  }
 
   /** The processing time of the batch: ISO-8601 for events, milliseconds for timers. */
   public record Now(String iso, long ms) {
@@ -76,7 +44,8 @@ public final class Decisions {
       int partition,
       long offset,
       Long version,
-      String digest) {}
+      String digest,
+      boolean deleted) {}
 
   /**
    * A {@code ready}, {@code updated} or {@code incomplete} event; {@code sources} are the
@@ -91,7 +60,8 @@ public final class Decisions {
       String firstAckAt,
       String at,
       Map<String, Long> versions,
-      String reason) {}
+      String reason,
+      List<String> deleted) {}
 
   public record Rejected(Ack ack, String reason) {}
 
@@ -116,7 +86,7 @@ public final class Decisions {
       String key, KeyState state, Iterable<Ack> acks, Rules rules, Now now) {
     TreeMap<String, Seen> seen = state == null ? new TreeMap<>() : new TreeMap<>(state.seen());
     String first = state == null ? null : state.firstAckAt();
-    boolean changed = false;
+    TreeSet<String> changed = new TreeSet<>();
     List<Rejected> rejected = new ArrayList<>();
     for (Ack ack : acks) {
       if (key.isEmpty() || ack.source() == null || ack.ackedAt() == null) {
@@ -125,7 +95,7 @@ public final class Decisions {
       }
       if (!rules.sources().contains(ack.source())) {
         String reason =
-            "ack for unknown source " + pyRepr(ack.source()) + " (not in the pipeline config)";
+            "ack for unknown source " + Json.pyRepr(ack.source()) + " (not in the pipeline config)";
         rejected.add(new Rejected(ack, reason));
         continue;
       }
@@ -133,11 +103,23 @@ public final class Decisions {
       Seen before = seen.get(ack.source());
       long version = ack.version() == null ? 0 : ack.version();
       if (before == null || version > before.version()) {
-        // A duplicate (same digest, newer offset) is no change; a digest-less ack is.
-        if (before == null || ack.digest() == null || !ack.digest().equals(before.digest())) {
-          changed = true;
+        if (ack.deleted()) {
+          // A row deleted: a change if it was there. Kept, with its version, so that a late
+          // older write of it changes nothing.
+          if (before != null && !before.deleted()) {
+            changed.add(ack.source());
+          }
+          seen.put(ack.source(), new Seen(version, null, ack.ackedAt(), true));
+          continue;
         }
-        seen.put(ack.source(), new Seen(version, ack.digest(), ack.ackedAt()));
+        // A duplicate (same digest, newer offset) is no change; a digest-less ack is, and so
+        // is a row written again after its delete.
+        boolean same =
+            before != null && !before.deleted() && Objects.equals(ack.digest(), before.digest());
+        if (ack.digest() == null || !same) {
+          changed.add(ack.source());
+        }
+        seen.put(ack.source(), new Seen(version, ack.digest(), ack.ackedAt(), false));
       }
     }
     if (first == null) {
@@ -150,11 +132,26 @@ public final class Decisions {
     if (!after.fired()) {
       return fireOrWait(key, after, rules, now).withRejected(rejected, state == null);
     }
-    List<Event> events = new ArrayList<>();
-    if (changed && rules.reenrich()) {
-      events.add(ready(key, after, now, "updated"));
+    return afterFire(key, after, changed, rules, now).withRejected(rejected, false);
+  }
+
+  /** A fired key's sources changed ({@code decisions._after_fire}). */
+  private static Decision afterFire(
+      String key, KeyState state, Set<String> changed, Rules rules, Now now) {
+    if (changed.isEmpty()) {
+      return Decision.of(state);
     }
-    return new Decision(after, events, rejected, false, null, null);
+    Set<String> gone = new TreeSet<>(changed);
+    gone.retainAll(state.deleted());
+    if (!gone.isEmpty() && (state.present().isEmpty() || rules.deleteOnDelete())) {
+      return new Decision(
+          state.unfired(), List.of(ready(key, state, now, "deleted")), List.of(), false, null, null);
+    }
+    if (!gone.isEmpty() || rules.reenrich()) {
+      return new Decision(
+          state, List.of(ready(key, state, now, "updated")), List.of(), false, null, null);
+    }
+    return Decision.of(state);
   }
 
   /** The key's timer expired: fire it, report it incomplete, or wait for the next deadline. */
@@ -164,13 +161,17 @@ public final class Decisions {
       // unreported (stopped past the TTL's margin). Reported, though nothing is known of it.
       List<String> missing = new ArrayList<>(new TreeSet<>(rules.sources()));
       Event event =
-          new Event("incomplete", key, List.of(), missing, null, now.iso(), Map.of(), "state_ttl");
+          new Event(
+              "incomplete", key, List.of(), missing, null, now.iso(), Map.of(), "state_ttl", null);
       return new Decision(null, List.of(event), List.of(), false, null, null);
     }
     if (state.fired() || state.expiredAt() != null) {
       return Decision.of(state); // a timer left from before the key fired or expired
     }
     state = state.deadline(null);
+    if (state.present().isEmpty()) {
+      return Decision.of(state); // every row it had was deleted: nothing to fire or report
+    }
     if (complete(state, rules, now)) {
       return fire(key, state, now);
     }
@@ -189,12 +190,13 @@ public final class Decisions {
           new Event(
               "incomplete",
               key,
-              new ArrayList<>(state.seen().keySet()),
+              state.present(),
               missing,
               state.firstAckAt(),
               now.iso(),
               state.versions(),
-              timedOut ? "timeout" : "state_ttl");
+              timedOut ? "timeout" : "state_ttl",
+              null);
       return new Decision(expired, List.of(event), List.of(), false, null, null);
     }
     return await(state, rules, now);
@@ -216,6 +218,9 @@ public final class Decisions {
 
   /** Every required source is there and no optional one is still worth waiting for. */
   static boolean complete(KeyState state, Rules rules, Now now) {
+    if (state.present().isEmpty()) {
+      return false; // a key without any row (each one it had was deleted)
+    }
     for (String source : state.missing(rules.sources())) {
       if (rules.required().contains(source)) {
         return false;
@@ -247,6 +252,9 @@ public final class Decisions {
 
   /** Register a timer at the earliest deadline still ahead, if there is one. */
   private static Decision await(KeyState state, Rules rules, Now now) {
+    if (state.present().isEmpty()) {
+      return Decision.of(state); // no row left to wait with: a row written again starts it
+    }
     long at = NEVER;
     for (String source : state.missing(rules.sources())) {
       long due = rules.due(state, source);
@@ -264,31 +272,12 @@ public final class Decisions {
     return new Event(
         kind,
         key,
-        new ArrayList<>(state.seen().keySet()),
+        state.present(),
         null,
         state.firstAckAt(),
         now.iso(),
         state.versions(),
-        null);
-  }
-
-  /** Python's {@code repr} of a string, for reasons worded as the Python counter words them. */
-  static String pyRepr(String value) {
-    char quote = value.contains("'") && !value.contains("\"") ? '"' : '\'';
-    StringBuilder out = new StringBuilder().append(quote);
-    for (char c : value.toCharArray()) {
-      if (c == '\\' || c == quote) {
-        out.append('\\').append(c);
-      } else if (c == '\n') {
-        out.append("\\n");
-      } else if (c == '\r') {
-        out.append("\\r");
-      } else if (c == '\t') {
-        out.append("\\t");
-      } else {
-        out.append(c);
-      }
-    }
-    return out.append(quote).toString();
+        null,
+        state.deleted());
   }
 }

@@ -10,7 +10,6 @@ import fusion.counter.Decisions.Decision;
 import fusion.counter.Decisions.Event;
 import fusion.counter.Decisions.Now;
 import fusion.counter.Decisions.Rejected;
-import fusion.counter.Decisions.Rules;
 import fusion.counter.KeyState.Seen;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -42,14 +41,20 @@ public final class Json {
         strings(node.get("required")),
         timeouts,
         "reenrich".equals(node.get("on_update").asText()),
-        node.hasNonNull("state_ttl_ms") ? node.get("state_ttl_ms").asLong() : null);
+        node.hasNonNull("state_ttl_ms") ? node.get("state_ttl_ms").asLong() : null,
+        "delete".equals(node.path("on_delete").asText("reenrich")));
   }
 
   /** The {@code seen} column: {@code {"source":[version,digest,acked_at],...}}, sorted. */
   public static String seen(TreeMap<String, Seen> seen) {
     ObjectNode out = MAPPER.createObjectNode();
     seen.forEach(
-        (name, s) -> out.putArray(name).add(s.version()).add(s.digest()).add(s.ackedAt()));
+        (name, s) -> {
+          ArrayNode row = out.putArray(name).add(s.version()).add(s.digest()).add(s.ackedAt());
+          if (s.deleted()) {
+            row.add(true);
+          }
+        });
     return write(out);
   }
 
@@ -61,7 +66,12 @@ public final class Json {
             e -> {
               JsonNode v = e.getValue();
               out.put(
-                  e.getKey(), new Seen(v.get(0).asLong(), text(v.get(1)), text(v.get(2))));
+                  e.getKey(),
+                  new Seen(
+                      v.get(0).asLong(),
+                      text(v.get(1)),
+                      text(v.get(2)),
+                      v.size() > 3 && v.get(3).asBoolean()));
             });
     return out;
   }
@@ -82,6 +92,8 @@ public final class Json {
     event.versions().forEach(versions::put);
     if (event.missing() != null) {
       out.put("reason", event.reason());
+    } else {
+      array(out.putArray("deleted"), event.deleted());
     }
     return write(out);
   }
@@ -116,7 +128,8 @@ public final class Json {
                 a.get("partition").asInt(),
                 a.get("offset").asLong(),
                 a.get("version").isNull() ? null : a.get("version").asLong(),
-                text(a.get("digest"))));
+                text(a.get("digest")),
+                a.path("deleted").asBoolean(false)));
       }
       decision = Decisions.decide(key, state, acks, rules, now);
     }
@@ -187,5 +200,25 @@ public final class Json {
     } catch (JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /** Python's {@code repr} of a string, for reasons worded as the Python counter words them. */
+  static String pyRepr(String value) {
+    char quote = value.contains("'") && !value.contains("\"") ? '"' : '\'';
+    StringBuilder out = new StringBuilder().append(quote);
+    for (char c : value.toCharArray()) {
+      if (c == '\\' || c == quote) {
+        out.append('\\').append(c);
+      } else if (c == '\n') {
+        out.append("\\n");
+      } else if (c == '\r') {
+        out.append("\\r");
+      } else if (c == '\t') {
+        out.append("\\t");
+      } else {
+        out.append(c);
+      }
+    }
+    return out.append(quote).toString();
   }
 }

@@ -21,10 +21,32 @@ public record KeyState(
     return firedAt != null;
   }
 
-  /** Of {@code sources}, those without an ack yet, sorted. */
+  /** Of {@code sources}, those without a document now (never acked, or deleted), sorted. */
   List<String> missing(Set<String> sources) {
     List<String> out = new ArrayList<>(new TreeSet<>(sources));
-    out.removeAll(seen.keySet());
+    out.removeAll(present());
+    return out;
+  }
+
+  /** The sources whose document is there (acked, and not deleted since), sorted. */
+  List<String> present() {
+    List<String> out = new ArrayList<>();
+    seen.forEach((name, s) -> {
+      if (!s.deleted()) {
+        out.add(name);
+      }
+    });
+    return out;
+  }
+
+  /** The sources whose document was deleted (and not written again since), sorted. */
+  List<String> deleted() {
+    List<String> out = new ArrayList<>();
+    seen.forEach((name, s) -> {
+      if (s.deleted()) {
+        out.add(name);
+      }
+    });
     return out;
   }
 
@@ -36,6 +58,11 @@ public record KeyState(
 
   KeyState with(TreeMap<String, Seen> seen, String firstAckAt) {
     return new KeyState(seen, firstAckAt, startedMs, firedAt, expiredAt, deadlineMs);
+  }
+
+  /** Fired no more: its enriched document went with its deleted sources. */
+  KeyState unfired() {
+    return new KeyState(seen, firstAckAt, startedMs, null, null, null);
   }
 
   KeyState firedAt(String iso) {
@@ -50,6 +77,9 @@ public record KeyState(
     return new KeyState(seen, firstAckAt, startedMs, firedAt, expiredAt, ms);
   }
 
-  /** The newest ack of one source: its document's version, content digest and ack time. */
-  public record Seen(long version, String digest, String ackedAt) {}
+  /**
+   * The newest ack of one source: its document's version, content digest and ack time, and
+   * whether it said the source's row was deleted.
+   */
+  public record Seen(long version, String digest, String ackedAt, boolean deleted) {}
 }

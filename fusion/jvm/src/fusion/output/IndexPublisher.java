@@ -33,7 +33,7 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
   /** The indexer task's rows: its records and counts, and for each ack the counter's fields. */
   public static final String INPUT_COLUMNS =
       "task,topic,key,value,name,amount,k,source,acked_at,version,digest,s_topic,s_partition,"
-          + "s_offset";
+          + "s_offset,deleted";
 
   /** What the counter reads. */
   public static final StructType OUTPUT = CounterRows.INPUT;
@@ -76,7 +76,8 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
                   value == null ? null : new String(value, StandardCharsets.UTF_8),
                   row.getString(11),
                   row.getInt(12),
-                  row.getLong(13)));
+                  row.getLong(13),
+                  row.isNullAt(14) ? null : row.getBoolean(14)));
         }
       } else if (!row.isNullAt(4)) {
         counts.merge(row.getString(4), row.isNullAt(5) ? 0L : row.getLong(5), Long::sum);

@@ -1,0 +1,85 @@
+"""What the counter's decisions take and give: its rules, the batch's time, acks, decisions.
+
+The decisions themselves are :mod:`fusion.counter.decisions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fusion.core.config import PipelineConfig
+from fusion.core.events import IncompleteEvent, ReadyEvent
+from fusion.counter.key_state import KeyState
+
+Reason = Literal["timeout", "state_ttl"]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the counter needs from the pipeline config."""
+
+    sources: frozenset[str]
+    required: frozenset[str]
+    timeouts_ms: Mapping[str, int | None]
+    on_update: Literal["reenrich", "ignore"] = "reenrich"
+    state_ttl_ms: int | None = None  # required sources without a timeout wait this long
+    # A source of a fired key deleted: re-enrich without it, or delete the enriched document.
+    on_delete: Literal["reenrich", "delete"] = "reenrich"
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> Rules:
+        ttl = config.pipeline.state_ttl
+        return cls(
+            frozenset(config.source_names),
+            frozenset(config.required_sources),
+            {
+                name: None if seconds is None else int(seconds * 1000)
+                for name, seconds in config.timeouts.items()
+            },
+            config.pipeline.on_update,
+            None if ttl is None else int(ttl * 1000),
+            config.pipeline.on_delete,
+        )
+
+
+@dataclass(frozen=True)
+class Now:
+    """The processing time of the batch: ISO-8601 for events, milliseconds for timers."""
+
+    iso: str
+    ms: int
+
+
+@dataclass(frozen=True)
+class AckSeen:
+    """The part of an ack the counter needs, plus where it came from for the DLQ."""
+
+    source: str | None
+    acked_at: str | None
+    raw: str | None = None
+    topic: str = ""
+    partition: int = 0
+    offset: int = 0
+    version: int | None = None
+    digest: str | None = None
+    deleted: bool = False  # the source's row was deleted
+
+
+Event = ReadyEvent | IncompleteEvent
+
+
+@dataclass(frozen=True)
+class Decision:
+    state: KeyState | None
+    events: list[Event] = field(default_factory=list)
+    rejected: list[tuple[AckSeen, str]] = field(default_factory=list)
+    new_key: bool = False
+    register_timer: int | None = None
+    delete_timer: int | None = None
+
+    @property
+    def ready(self) -> ReadyEvent | None:
+        ready = (e for e in self.events if isinstance(e, ReadyEvent) and e.kind == "ready")
+        return next(ready, None)

@@ -1,0 +1,58 @@
+"""What the enricher is asked: an event of the ready, updates or incomplete topic, read into
+the key to enrich, or a dead letter saying why it cannot be."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from fusion.core.config import PipelineConfig
+from fusion.core.events import DeadLetter, IncompleteEvent, ReadyEvent
+
+Where = tuple[str, int, int]  # topic, partition, offset
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A key to enrich, and the event that asked for it."""
+
+    key: str
+    kind: str  # ready, updated, incomplete (a partial document), deleted (no document)
+    fired_at: str
+    where: Where
+    original: bytes
+    deleted: tuple[str, ...] = ()  # sources whose rows were deleted: missing, as expected
+
+    @property
+    def partial(self) -> bool:
+        return self.kind == "incomplete"
+
+
+def parse_event(config: PipelineConfig, value: bytes | None, where: Where) -> Wanted | DeadLetter:
+    """The key an event of the ready, updates or incomplete topic asks for, or why not."""
+    partial = where[0] == config.incomplete_topic
+    model: type[ReadyEvent | IncompleteEvent] = IncompleteEvent if partial else ReadyEvent
+    try:
+        event = model.model_validate_json(value or b"")
+    except ValidationError as exc:
+        what = "incomplete" if partial else "ready"
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        reason = f"malformed {what} event: {field + ': ' if field else ''}{error['msg']}"
+        return DeadLetter.of(reason, "enricher", None, where, value, _key_of(value))
+    if isinstance(event, IncompleteEvent):
+        return Wanted(event.key, "incomplete", event.expired_at, where, value or b"")
+    original = value or b""
+    return Wanted(event.key, event.kind, event.fired_at, where, original, tuple(event.deleted))
+
+
+def _key_of(value: bytes | None) -> str | None:
+    """The key a malformed event names, if it names one (for its dead letter)."""
+    try:
+        data = json.loads(value or b"")
+    except ValueError:
+        return None
+    key = data.get("key") if isinstance(data, dict) else None
+    return key if isinstance(key, str) else None

@@ -1,0 +1,1 @@
+"""Change-data-capture servers of the local runtime: PostgreSQL, Kafka Connect, Debezium."""

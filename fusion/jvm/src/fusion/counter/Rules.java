@@ -1,0 +1,39 @@
+package fusion.counter;
+
+import java.io.Serializable;
+import java.util.Map;
+import java.util.Set;
+
+/** What the counter needs from the pipeline config: the twin of {@code fusion/counter/rules.py}. */
+public record Rules(
+    Set<String> sources,
+    Set<String> required,
+    Map<String, Long> timeoutsMs,
+    boolean reenrich,
+    Long stateTtlMs,
+    boolean deleteOnDelete)
+    implements Serializable {
+  long due(KeyState state, String source) {
+    Long timeout = timeoutsMs.get(source);
+    if (timeout != null) {
+      return state.startedMs() + timeout;
+    }
+    if (stateTtlMs == null || !required.contains(source)) {
+      return Decisions.NEVER;
+    }
+    long step = ttlStepMs(stateTtlMs);
+    return Math.floorDiv(-(state.startedMs() + stateTtlMs), step) * -step;
+  }
+
+  private static final long DAY_MS = 86_400_000L;
+
+  /** What a key's TTL deadline is rounded up to ({@code decisions.ttl_step_ms}). */
+  static long ttlStepMs(long stateTtlMs) {
+    return Math.max(1, Math.min(60_000, stateTtlMs / 100));
+  }
+
+  /** Spark's state TTL: {@code state_ttl} plus a margin ({@code decisions.retention_ms}). */
+  public static long retentionMs(long stateTtlMs) {
+    return stateTtlMs + Math.min(stateTtlMs, DAY_MS);
+  }
+}

@@ -1,0 +1,193 @@
+"""The database is the oracle: a random workload on a real PostgreSQL, read by real Debezium.
+
+Three tables of a retail order, each keyed by its own column (``orders.id``,
+``payments.order_ref``, ``shipments.order_no``), some rows there before the
+connector starts (its snapshot, ``op = r``), then inserts, updates, deletes,
+re-inserts and primary-key changes of orders while `fusion run` runs; the run
+is killed (SIGKILL) in the middle of the workload and started again. Once
+Fusion has read every change, the enriched index must be PostgreSQL's own
+``FULL JOIN`` of the three tables: each key's parts equal to its rows field
+by field, no part where a row is missing, no document where every row is gone.
+
+Every source is optional (``required = false``): a key fires on its first
+row, and each change after that re-enriches it, as a table's join does.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import NotFoundError
+
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.infra.cdc.connect import postgres_connector, register, unregister
+from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE
+from tests.integration.conftest import Cdc
+from tests.integration.pipelines import drop, enriched_docs
+from tests.integration.runs import kill_group, start_run
+
+TABLES = {"orders": "id", "payments": "order_ref", "shipments": "order_no"}
+COLUMNS = {
+    "orders": ("customer", "items"),
+    "payments": ("method", "cents"),
+    "shipments": ("city", "parcels"),
+}
+KEYS = range(1, 41)
+
+
+class Workload:
+    """Random changes of the three tables, applied through psql; it knows what each holds."""
+
+    def __init__(self, cdc: Cdc, schema: str, seed: int) -> None:
+        self.cdc, self.schema, self.rng = cdc, schema, random.Random(seed)
+        self.rows: dict[str, set[int]] = {table: set() for table in TABLES}
+        self.next_key = max(KEYS) + 1
+
+    def _values(self, key: int) -> str:
+        word = self.rng.choice(["Oslo", "Rome", "card", "cash", "Ada", "Bo", "", "ünï", "O'Neil"])
+        return f"{key}, '{word.replace(chr(39), chr(39) * 2)}', {self.rng.randint(0, 10_000)}"
+
+    def statement(self) -> str:
+        table = self.rng.choice(list(TABLES))
+        column, (text, number) = TABLES[table], COLUMNS[table]
+        present = sorted(self.rows[table])
+        where = f"{self.schema}.{table}"
+        roll = self.rng.random()
+        if not present or roll < 0.35:
+            key = self.rng.choice([k for k in KEYS if k not in self.rows[table]] or [self._new()])
+            self.rows[table].add(key)
+            return f"INSERT INTO {where} VALUES ({self._values(key)})"
+        key = self.rng.choice(present)
+        if roll < 0.7:
+            value = self.rng.randint(0, 10_000)
+            change = f"{number} = {value}, {text} = {text} || '+'"
+            return f"UPDATE {where} SET {change} WHERE {column} = {key}"
+        if roll < 0.93 or table != "orders":
+            self.rows[table].discard(key)
+            return f"DELETE FROM {where} WHERE {column} = {key}"
+        new = self._new()  # a primary-key change: Debezium's delete of key, create of new
+        self.rows[table].discard(key)
+        self.rows[table].add(new)
+        return f"UPDATE {where} SET {column} = {new} WHERE {column} = {key}"
+
+    def _new(self) -> int:
+        self.next_key += 1
+        return self.next_key
+
+    def run(self, count: int, pause: float = 0.0) -> None:
+        for _ in range(count):
+            self.cdc.sql(self.statement())
+            time.sleep(pause)
+
+
+def _create(cdc: Cdc, schema: str) -> None:
+    cdc.sql(f"CREATE SCHEMA {schema}")
+    for table, key in TABLES.items():
+        text, number = COLUMNS[table]
+        cdc.sql(f"CREATE TABLE {schema}.{table} ({key} int PRIMARY KEY, {text} text, {number} int)")
+
+
+def _pipeline(settings: Settings, path: Path, schema: str, prefix: str) -> Path:
+    lines = [
+        "[pipeline]",
+        f'name = "{prefix}"',
+        'key_field = "order_id"',
+        f'checkpoint_dir = "{path.parent / "checkpoints"}"',
+        'trigger_interval = "200 milliseconds"',
+    ]
+    for table, key in TABLES.items():
+        lines += ["[[sources]]", f'name = "{table}"', f'topic = "{prefix}.{schema}.{table}"']
+        lines += [f'key = "{key}"', 'format = "debezium"', "required = false"]
+    lines += ["[kafka]", f'bootstrap = "{settings.kafka.bootstrap}"']
+    lines += ["[elasticsearch]", f'url = "{settings.elasticsearch.url}"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _database_join(cdc: Cdc, schema: str) -> dict[str, dict[str, Any]]:
+    """PostgreSQL's own join of the three tables: key -> {table: row} (rows that exist)."""
+    o, p, s = (f"{schema}.{table}" for table in TABLES)
+    query = f"""
+        SELECT json_build_object('k', coalesce(o.id, p.order_ref, s.order_no),
+            'orders', row_to_json(o), 'payments', row_to_json(p), 'shipments', row_to_json(s))
+        FROM {o} o FULL JOIN {p} p ON p.order_ref = o.id
+        FULL JOIN {s} s ON s.order_no = coalesce(o.id, p.order_ref)"""
+    joined = {}
+    for line in cdc.sql(query).splitlines():
+        row = json.loads(line)
+        key = str(row.pop("k"))
+        joined[key] = {table: part for table, part in row.items() if part}
+    return joined
+
+
+def _enriched_so_far(settings: Settings, config: PipelineConfig) -> dict[str, Any]:
+    try:
+        return enriched_docs(settings, config)
+    except NotFoundError:
+        return {}  # the run has not created its indexes yet
+
+
+def _differences(expected: dict[str, dict[str, Any]], docs: dict[str, dict[str, Any]]) -> list[str]:
+    found = []
+    for key in sorted(set(expected) | set(docs), key=int):
+        parts = {table: docs.get(key, {}).get(table) for table in TABLES}
+        parts = {table: part for table, part in parts.items() if part is not None}
+        if key not in docs:
+            found.append(f"{key}: no enriched document; the database has {expected[key]}")
+        elif key not in expected:
+            found.append(f"{key}: enriched {parts}, but the database has no row of it")
+        elif parts != expected[key]:
+            found.append(f"{key}: enriched {parts}, the database {expected[key]}")
+    return found
+
+
+def test_the_enriched_index_is_the_databases_join_through_a_kill(
+    cdc: Cdc, settings: Settings, tmp_path: Path
+) -> None:
+    schema = f"s{uuid.uuid4().hex[:8]}"
+    prefix = f"cdc{uuid.uuid4().hex[:8]}"
+    _create(cdc, schema)
+    workload = Workload(cdc, schema, seed=43)
+    workload.run(60)  # there before the connector: its snapshot reads them (op r)
+    tables = [f"{schema}.{table}" for table in TABLES]
+    connector = postgres_connector(cdc.pg_port, PG_DATABASE, prefix, tables, PG_ROLE)
+    register(cdc.connect_port, prefix, connector)
+    config_file = _pipeline(settings, tmp_path / "pipeline.toml", schema, prefix)
+    config = PipelineConfig.load(config_file, env={})
+    try:
+        run = start_run(config_file, settings, [], tmp_path, "--stop-when-idle", "600")
+        try:
+            workload.run(60, pause=0.02)
+            deadline = time.monotonic() + 180
+            while not _enriched_so_far(settings, config):  # the run is at work
+                assert run.poll() is None and time.monotonic() < deadline, "nothing enriched"
+                time.sleep(0.5)
+            workload.run(60, pause=0.02)
+        finally:
+            kill_group(run)  # kill -9 in the middle of the workload
+        workload.run(120, pause=0.01)
+        expected = _database_join(cdc, schema)
+        finish = start_run(config_file, settings, [], tmp_path)
+        docs: dict[str, dict[str, Any]] = {}
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            docs = enriched_docs(settings, config)
+            if not _differences(expected, docs):
+                break
+            assert finish.poll() in (None, 0), finish.stderr.read() if finish.stderr else ""
+            time.sleep(1)
+        kill_group(finish)
+        assert not _differences(expected, docs), "\n".join(_differences(expected, docs)[:20])
+        for key, doc in docs.items():
+            gone = doc["fusion"]["missing"]
+            assert all(table not in expected[key] for table in gone), (key, gone)
+    finally:
+        unregister(cdc.connect_port, prefix)
+        cdc.postgres.drop_slot(cdc.pg_port, prefix)
+        drop(config)
