@@ -8,9 +8,33 @@ import pwd
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from fusion.infra.errors import InfraError
+
+
+def run_as(
+    user: str, server: str, home: Path, reaches: tuple[Path, ...], on_change: Callable[[str], None]
+) -> str | None:
+    """As root, the system user ``server`` runs as (it refuses root): made if missing, owner of
+    ``home``, able to traverse to ``reaches``; ``on_change`` hears what changed on the machine.
+    None when we are not root (the server runs as us)."""
+    if os.geteuid() != 0:
+        return None
+    if ensure_user(user):
+        on_change(
+            f"created the system user {user} (no login, no home): {server} "
+            f"refuses to run as root; it owns {home}"
+        )
+    chown_tree(home, user)
+    widened = grant_search(home, *reaches)
+    if widened:
+        on_change(
+            f"let other users traverse (chmod o+x) {', '.join(map(str, widened))}, "
+            f"so {user} reaches {server}, its data and what it runs on"
+        )
+    return user
 
 
 def ensure_user(name: str) -> bool:

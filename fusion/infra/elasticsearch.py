@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusion.infra.accounts import chown_tree, ensure_user, grant_search
+from fusion.infra.accounts import run_as
 from fusion.infra.errors import InfraError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess
@@ -86,22 +86,8 @@ class LocalElasticsearch:
             node_config += _security_config(self.secure, config)
         (config / "elasticsearch.yml").write_text(node_config)
         (config / "jvm.options").write_text(_jvm_options(self.heap, self.dir))
-        user = None
         java = self.java or java_home()
-        if os.geteuid() == 0:
-            user = ES_USER
-            if ensure_user(user):
-                on_change(
-                    f"created the system user {user} (no login, no home): Elasticsearch "
-                    f"refuses to run as root; it owns {self.dir}"
-                )
-            chown_tree(self.dir, user)
-            widened = grant_search(self.dir, self.dist, java)
-            if widened:
-                on_change(
-                    f"let other users traverse (chmod o+x) {', '.join(map(str, widened))}, "
-                    f"so {user} reaches Elasticsearch, its data and Java"
-                )
+        user = run_as(ES_USER, "Elasticsearch", self.dir, (self.dist, java), on_change)
         env = {
             "ES_JAVA_HOME": str(java),
             "ES_PATH_CONF": str(config),

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fusion.infra.accounts import chown_tree, ensure_user, grant_search
+from fusion.infra.accounts import run_as
 from fusion.infra.errors import ServerStartError, ToolMissingError
 from fusion.infra.process import ManagedProcess
 
@@ -75,21 +75,7 @@ class LocalPostgres:
     def start(self, port: int, on_change: Callable[[str], None] = lambda _: None) -> None:
         """Create the cluster on first start, then launch the server on ``port``."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        user = None
-        if os.geteuid() == 0:
-            user = PG_USER
-            if ensure_user(user):
-                on_change(
-                    f"created the system user {user} (no login, no home): PostgreSQL "
-                    f"refuses to run as root; it owns {self.dir}"
-                )
-            chown_tree(self.dir, user)
-            widened = grant_search(self.dir, self.bin)
-            if widened:
-                on_change(
-                    f"let other users traverse (chmod o+x) {', '.join(map(str, widened))}, "
-                    f"so {user} reaches its data"
-                )
+        user = run_as(PG_USER, "PostgreSQL", self.dir, (self.bin,), on_change)
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb(user)
         options = [f"--{name.replace('_', '-')}={value}" for name, value in SETTINGS.items()]
