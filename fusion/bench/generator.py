@@ -133,7 +133,7 @@ def build_dataset(config: PipelineConfig, options: GenOptions) -> Dataset:
             if options.pad_bytes:
                 pad = rng.randbytes(options.pad_bytes // 2 + 1).hex()
                 record["notes"] = pad[: options.pad_bytes]
-            value = dumps(record)
+            value = dumps(change_event(record, source.name) if source.format != "json" else record)
             data.records.append((config.topic_of(source), key, value))
             if rng.random() < options.duplicate_rate:
                 data.records.append((config.topic_of(source), key, value))
@@ -145,6 +145,19 @@ def build_dataset(config: PipelineConfig, options: GenOptions) -> Dataset:
     if options.shuffle:
         rng.shuffle(data.records)
     return data
+
+
+def change_event(row: dict[str, Any], table: str, ms: int = 1_795_000_000_000) -> dict[str, Any]:
+    """``row``'s insert as Debezium's PostgreSQL connector writes it (JSON converter without
+    schemas): the envelope, with the ``source`` block such an event carries."""
+    source = {
+        "version": "3.6.1.Final", "connector": "postgresql", "name": "bench",
+        "ts_ms": ms, "snapshot": "false", "db": "fusion", "sequence": '[null,"26365784"]',
+        "ts_us": ms * 1000, "ts_ns": ms * 1_000_000, "schema": "public", "table": table,
+        "txId": 771, "lsn": 26365784, "xmin": None,
+    }  # fmt: skip
+    return {"before": None, "after": row, "source": source, "transaction": None, "op": "c",
+            "ts_ms": ms, "ts_us": ms * 1000, "ts_ns": ms * 1_000_000}  # fmt: skip
 
 
 def produce(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fusion.cli.console import err, out
 from fusion.cli.terminal import Tracker
@@ -12,6 +13,9 @@ from fusion.core.errors import ConfigError
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
+
+if TYPE_CHECKING:
+    from fusion.bench.runs.sustain import SustainOptions
 
 
 def bench_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -22,6 +26,8 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         return bench_sustain_command(args, settings)
     if args.soak:
         return bench_soak_command(args, settings)
+    if args.formats:
+        return bench_formats_command(args, settings)
     if args.idle:
         return bench_idle_command(args, settings)
     if args.memory:
@@ -49,35 +55,33 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
     return print_bench(report_files.markdown(report), report_files.write_report(report, args.out))
 
 
+def bench_formats_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import report as report_files
+    from fusion.bench.runs import formats
+
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
+    options = formats.FormatOptions(
+        keys=20_000 if args.keys is None else args.keys,
+        sources=args.sources,
+        runs=args.runs,
+        seed=args.seed,
+        sustain=_sustain_options(args),
+    )
+    with Tracker(err, "formats benchmark", "steps", rate=False) as tracker:
+        report = formats.run_formats(settings, options, on_step=tracker.step)
+    text = formats.markdown(report)
+    name = f"formats-n{report['sources']}"
+    return print_bench(text, report_files.write_text_files(args.out, name, report, text))
+
+
 def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench.runs import sustain as bench_sustain
     from fusion.bench.runs import sustain_report
 
-    if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
-        raise ConfigError(
-            "--sources/--step-seconds/--start-rate/--max-rate",
-            "",
-            "need at least 2 sources, steps of 3 s or more and 0 < start rate <= max rate",
-        )
-    at_rates = tuple(args.at) if args.at else (250.0,)
-    if args.slo <= 0 or any(rate <= 0 for rate in at_rates) or args.warmup_seconds < 0:
-        raise ConfigError(
-            "--slo/--at/--warmup-seconds",
-            "",
-            "need a positive objective and rates, and a warm-up >= 0",
-        )
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
-    options = bench_sustain.SustainOptions(
-        sources=args.sources,
-        step_seconds=args.step_seconds,
-        start_rate=args.start_rate,
-        max_rate=args.max_rate,
-        seed=args.seed,
-        slo=args.slo,
-        at_rates=at_rates,
-        warmup_seconds=args.warmup_seconds,
-    )
+    options = _sustain_options(args)
     with Tracker(err, "sustained-load benchmark", "steps", rate=False) as tracker:
         report = bench_sustain.run_sustain(settings, options, on_step=tracker.step)
     return print_bench(
@@ -86,7 +90,8 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def bench_soak_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench.runs import soak, soak_report
+    from fusion.bench.soak import report as soak_report
+    from fusion.bench.soak import run as soak
 
     if args.minutes <= 0 or args.kill_every <= 0 or args.window <= 0 or args.sources < 2:
         raise ConfigError(
@@ -186,3 +191,32 @@ def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
         out.print(report_files.markdown(report), markup=False)
     out.print(f"written: {args.out / (stamp + '-scale.json')}, {args.out / (stamp + '-scale.png')}")
     return 0
+
+
+def _sustain_options(args: argparse.Namespace) -> SustainOptions:
+    """The sustained-load options, checked."""
+    from fusion.bench.runs.sustain import SustainOptions
+
+    if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
+        raise ConfigError(
+            "--sources/--step-seconds/--start-rate/--max-rate",
+            "",
+            "need at least 2 sources, steps of 3 s or more and 0 < start rate <= max rate",
+        )
+    at_rates = tuple(args.at) if args.at else (250.0,)
+    if args.slo <= 0 or any(rate <= 0 for rate in at_rates) or args.warmup_seconds < 0:
+        raise ConfigError(
+            "--slo/--at/--warmup-seconds",
+            "",
+            "need a positive objective and rates, and a warm-up >= 0",
+        )
+    return SustainOptions(
+        sources=args.sources,
+        step_seconds=args.step_seconds,
+        start_rate=args.start_rate,
+        max_rate=args.max_rate,
+        seed=args.seed,
+        slo=args.slo,
+        at_rates=at_rates,
+        warmup_seconds=args.warmup_seconds,
+    )

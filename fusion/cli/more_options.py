@@ -203,6 +203,12 @@ def add_bench(commands: Commands) -> None:
         default=120.0,
         help="a first step, not reported, while the JVM compiles Spark's hot code (120)",
     )
+    bench.add_argument(
+        "--formats",
+        action="store_true",
+        help="instead: Debezium change events against plain JSON rows, burst (--keys, --runs) "
+        "and sustained (the --sustain options), side by side",
+    )
     soak = bench.add_argument_group("an hour under load (--soak)")
     soak.add_argument(
         "--soak",

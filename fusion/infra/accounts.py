@@ -49,20 +49,10 @@ def ensure_user(name: str) -> bool:
                 f"a server that refuses to run as root needs the user {name}, and `useradd` "
                 "is missing to create it; create it yourself or run fusion as a normal user"
             ) from None
-        subprocess.run(
-            [
-                useradd,
-                "--system",
-                "--no-create-home",
-                "--home-dir",
-                "/nonexistent",
-                "--shell",
-                "/usr/sbin/nologin",
-                name,
-            ],
-            check=True,
-            capture_output=True,
-        )
+        # No login, no home: a user only to own the server's files and run it.
+        options = ["--system", "--no-create-home", "--home-dir", "/nonexistent"]
+        options += ["--shell", "/usr/sbin/nologin"]
+        subprocess.run([useradd, *options, name], check=True, capture_output=True)
     return True
 
 

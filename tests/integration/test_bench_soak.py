@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fusion.bench.runs import soak, soak_report
+from fusion.bench.soak import report as soak_report
+from fusion.bench.soak import run as soak
 from fusion.core.settings import Settings
 
 

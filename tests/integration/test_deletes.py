@@ -17,6 +17,7 @@ orders fire complete; then, as a database would publish it:
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from tests.integration.pipelines import (
     read_raw,
     read_topic,
 )
+from tests.integration.runs import crash
 
 KEYS = {"orders": "id", "payments": "order_id", "shipments": "order_id"}
 
@@ -129,5 +131,66 @@ def test_deletes_reach_the_enriched_index_and_topic(
         es = es_client.connect(config.elasticsearch)
         found = es.indices.get_settings(index=config.enriched_index, name="index.gc_deletes")
         assert found[config.enriched_index]["settings"]["index"]["gc_deletes"] == "1h"
+    finally:
+        drop(config)
+
+
+def _pipeline_file(settings: Settings, path: Path, name: str) -> Path:
+    lines = ["[pipeline]", f'name = "{name}"', 'key_field = "order_id"']
+    lines += [f'checkpoint_dir = "{path.parent / "checkpoints"}"', 'on_delete = "delete"']
+    lines.append('trigger_interval = "200 milliseconds"')
+    for table, key in KEYS.items():
+        lines += ["[[sources]]", f'name = "{table}"', f'topic = "{name}.{table}"']
+        lines += [f'key = "{key}"', 'format = "debezium"']
+    lines += ["[kafka]", f'bootstrap = "{settings.kafka.bootstrap}"']
+    lines += ["[elasticsearch]", f'url = "{settings.elasticsearch.url}"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_deletes_in_flight_at_every_crash_point_apply_once(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """``on_delete = "delete"``: each order loses a row while `fusion run` is killed at the
+    task points (Spark retries the task) and at the driver's commit (the next run resumes);
+    every order's enriched document goes once, its enriched-topic record gets one
+    tombstone, and one ``deleted`` event says so; a replayed delete changes nothing."""
+    name = f"del{uuid.uuid4().hex[:8]}"
+    config_file = _pipeline_file(settings, tmp_path / "pipeline.toml", name)
+    config = PipelineConfig.load(config_file, env={})
+    kafka_topics.ensure_topics(config)
+    topic = {s.name: config.topic_of(s) for s in config.sources}
+    orders = range(1, 13)
+
+    def event(op: str, table: str, key: int) -> tuple[str, str, bytes]:
+        row = {KEYS[table]: key, "n": key}
+        before, after = (row, None) if op == "d" else (None, row)
+        return (topic[table], str(key), _change(op, before, after))
+
+    tables = list(KEYS)
+    try:
+        produce(config, [event("c", table, key) for key in orders for table in tables])
+        crash(config_file, settings, [], "finished", tmp_path)  # every order fired
+        gone = [event("d", tables[key % 3], key) for key in orders]
+        produce(config, gone[:6])
+        points = ["indexer.after_bulk", "indexer.before_commit", "counter.before_commit"]
+        crash(config_file, settings, [*points, "enricher.after_write"], "finished", tmp_path)
+        produce(config, gone[6:] + gone[:2])  # two deletes replayed: no change
+        crash(config_file, settings, ["counter.driver.before_commit"], "killed", tmp_path)
+        crash(config_file, settings, [], "finished", tmp_path)
+
+        assert enriched_docs(settings, config) == {}, "every order lost a row: no document"
+        last: dict[str | None, bytes | None] = {}
+        counts: dict[str | None, int] = {}
+        for key, value, _ in read_raw(settings, config.enriched_topic):
+            last[key] = value
+            counts[key] = counts.get(key, 0) + 1
+        assert set(last) == {str(k) for k in orders}
+        assert all(value is None for value in last.values()), "each ends in a tombstone"
+        assert set(counts.values()) == {2}, "one enriched record and one tombstone per order"
+        events = [e for _, e in read_topic(settings, config.updates_topic)]
+        deleted = sorted(int(e["key"]) for e in events if e["kind"] == "deleted")
+        assert deleted == list(orders), "one deleted event per order"
+        assert read_topic(settings, config.dlq_topic) == []
     finally:
         drop(config)

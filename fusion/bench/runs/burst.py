@@ -1,7 +1,7 @@
 """`fusion bench`: naive vs counted vs batched on the same data, against the physical floor.
 
-For each mode, on fresh topics and indexes and the same generated dataset
-(every key complete, no duplicates, so the counts are exact):
+For each mode, on fresh topics and indexes and the same generated dataset (every
+key complete, no duplicates, so the counts are exact):
 
 1. start the mode's queries and wait until they run;
 2. produce every record, noting when the last record of each key was sent;
@@ -38,7 +38,7 @@ from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine, rounded
 from fusion.core.config import PipelineConfig
-from fusion.core.config_values import CounterEngine
+from fusion.core.config_values import CounterEngine, SourceFormat
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
@@ -78,6 +78,7 @@ class BenchOptions:
     # meets a running pipeline whose JVM compiled (some of) its hot code, as a burst in
     # production does. 0: a burst into a fresh process.
     warm: int = 0
+    format: SourceFormat = "json"  # "debezium": each record a change event of its row
 
 
 @dataclass
@@ -106,15 +107,14 @@ class ModeResult:
 def bench_config(settings: Settings, mode: Mode, options: BenchOptions, tag: str) -> PipelineConfig:
     """A pipeline of ``options.sources`` sources, named for one mode of one run, on fresh topics."""
     sources = options.sources
-    names = SOURCE_NAMES[:sources] if sources <= len(SOURCE_NAMES) else [
-        f"s{i}" for i in range(1, sources + 1)
-    ]  # fmt: skip
+    extra = [f"s{i + 1}" for i in range(sources)]
+    names = SOURCE_NAMES[:sources] if sources <= len(SOURCE_NAMES) else extra
     name = f"bench-{mode}-{tag}"
     data = settings.model_dump(mode="python")
     data["pipeline"] = {"name": name, "key_field": "txn_id", **_PIPELINE[mode]}
     if options.max_offsets:
         data["pipeline"]["max_offsets_per_trigger"] = options.max_offsets
-    data["sources"] = [{"name": n, "topic": f"{name}.{n}"} for n in names]
+    data["sources"] = [{"name": n, "topic": f"{name}.{n}", "format": options.format} for n in names]
     return PipelineConfig.model_validate(data)
 
 

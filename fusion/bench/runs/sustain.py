@@ -44,6 +44,7 @@ from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.burst import BenchOptions, bench_config, produce_timed
 from fusion.core.config import PipelineConfig
+from fusion.core.config_values import SourceFormat
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.kafka import lag
@@ -65,6 +66,7 @@ class SustainOptions:
     slo: float = 3.0  # p99 latency objective, seconds
     at_rates: tuple[float, ...] = (250.0,)  # steps at fixed rates, reported apart
     warmup_seconds: float = 120.0  # the JVM compiles Spark's hot code for minutes
+    format: SourceFormat = "json"  # "debezium": each record a change event of its row
 
 
 def run_sustain(
@@ -72,7 +74,8 @@ def run_sustain(
 ) -> dict[str, Any]:
     """Search the highest sustained rate; measure fractions of it and fixed rates; the report."""
     tag = uuid.uuid4().hex[:6]
-    config = bench_config(settings, "batched", BenchOptions(1, options.sources), f"s{tag}")
+    bench = BenchOptions(1, options.sources, format=options.format)
+    config = bench_config(settings, "batched", bench, f"s{tag}")
     teardown.delete_all(config)
     pipeline.prepare(config)
     workdir = Path(tempfile.mkdtemp(prefix="fusion-sustain-"))

@@ -64,3 +64,21 @@ def test_expected_file_lists_complete_and_incomplete_keys(tmp_path: Path) -> Non
     lines = [json.loads(line) for line in (tmp_path / "exp.jsonl").read_text().splitlines()]
     assert sum(line["complete"] for line in lines) == len(data.expected)
     assert all(line["doc"] is None for line in lines if not line["complete"])
+
+
+def test_a_debezium_source_gets_change_events_the_indexer_reads_back_as_its_rows() -> None:
+    from indexers.records import RawRecord, SourceRecord, parse
+
+    raw_config = _config().model_dump(mode="python")
+    raw_config["sources"][0]["format"] = "debezium"
+    config = PipelineConfig.model_validate(raw_config)
+    dataset = build_dataset(config, GenOptions(keys=20, duplicate_rate=0, missing_rate=0))
+    changed = config.topic_of(config.sources[0])
+    events = [(key, value) for topic, key, value in dataset.records if topic == changed]
+    assert len(events) == 20
+    for n, (key, value) in enumerate(events):
+        parsed = parse(RawRecord(value, changed, 0, n), config.sources[0].name, config.key_field,
+                       1 << 20, "debezium")  # fmt: skip
+        assert isinstance(parsed, SourceRecord) and parsed.key == key
+        assert parsed.doc == dataset.expected[key][config.sources[0].name]
+        assert len(value) > 2 * len(json.dumps(parsed.doc)), "the envelope weighs what it does"

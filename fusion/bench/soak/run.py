@@ -17,7 +17,7 @@ local runtime's) is stopped and started again. Throughout:
 At the end the input stops and the pipeline drains. Keys lost are the keys
 sent that no enriched record carries; duplicate fires, keys with more than
 one ready event. Per window the figures are averaged, and each series is held
-to flat (:mod:`~fusion.bench.runs.soak_report`).
+to flat (:mod:`~fusion.bench.soak.report`).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from fusion import pipeline
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.burst import BenchOptions, bench_config, produce_timed
-from fusion.bench.runs.soak_report import Sample, flatness, windows
-from fusion.bench.runs.soak_servers import Outputs, restart_elasticsearch, servers_rss_mb
 from fusion.bench.runs.sustain import SustainOptions, run_sustain, steady_dataset
+from fusion.bench.soak.report import Sample, flatness, windows
+from fusion.bench.soak.servers import Outputs, restart_elasticsearch, servers_rss_mb
 from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso

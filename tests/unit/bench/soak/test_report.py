@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fusion.bench.runs.soak_report import (
+from fusion.bench.soak.report import (
     FLAT_SHARE,
     Sample,
     flatness,
