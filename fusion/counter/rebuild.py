@@ -216,9 +216,9 @@ _STATE_NAMES = ("k", *(name for name, _ in STATE_COLUMNS))
 
 
 def _arrow(ddl: str) -> pa.Schema:
-    """The Arrow schema of a DDL of STRING and BIGINT columns."""
+    """The Arrow schema of a DDL of STRING, BIGINT and BOOLEAN columns."""
     import pyarrow as pa
 
-    kinds = {"STRING": pa.string(), "BIGINT": pa.int64()}
+    kinds = {"STRING": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_()}
     fields = [column.strip().split(" ", 1) for column in ddl.split(",")]
     return pa.schema([(name, kinds[kind.strip()]) for name, kind in fields])

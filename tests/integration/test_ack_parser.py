@@ -112,6 +112,7 @@ def test_the_parser_reads_every_ack_as_from_json(spark: Any) -> None:
         F.lit(None).cast("string").alias("count_name"),
         F.lit(None).cast("bigint").alias("count_value"),
         F.lit(None).cast("string").alias("executor"),
+        ack["deleted"].alias("deleted"),
     )
     parser = spark._jvm.fusion.counter.AckParser
     actual = DataFrame(parser.parse(kafka._jdf), spark)

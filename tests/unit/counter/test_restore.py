@@ -101,3 +101,17 @@ def test_a_key_unfired_by_a_delete_waits_without_a_deadline_as_the_live_counter_
     state = rebuilt_state(docs, history, NOW)
     assert state is not None and not state.fired and state.first_ack_at == first
     assert restored_timer(state, RULES, NOW) is None  # b's 60 s from its first ack are past
+
+
+def test_the_rebuilds_rows_have_arrow_schemas_and_a_tombstone_reads_as_deleted() -> None:
+    from fusion.counter import rebuild
+
+    documents = rebuild._arrow(rebuild.DOC_SCHEMA)  # every column type the scan writes
+    assert documents.field("deleted").type == "bool"
+    assert rebuild._arrow(rebuild.STATE_ROW_SCHEMA).names[0] == "k"
+    hit = {"_id": "K", "_version": 7, "_source": {"fusion": {"deleted": True, "key": "K"}}}
+    assert rebuild._doc(hit, "a") == {
+        "k": "K", "source": "a", "version": 7, "digest": None, "deleted": True,
+    }  # fmt: skip
+    row = rebuild._doc({"_id": "K", "_version": 3, "_source": {"id": "K"}}, "a")
+    assert row["deleted"] is False and row["digest"] is not None
