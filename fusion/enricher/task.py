@@ -191,7 +191,7 @@ def _enrich_group(
             continue
         # A deleted row (the event says so, and its document is still gone) is missing too,
         # required or not; a required one missing otherwise means the store lost it.
-        gone = [name for name in want.deleted if name in missing_sources(docs, want.deleted)]
+        gone = missing_sources(docs, want.deleted)
         missing = sorted({*missing_sources(docs, config.required_sources), *gone})
         unexpected = [name for name in missing if name not in want.deleted]
         if (unexpected and not want.partial) or len(missing) == len(config.sources):

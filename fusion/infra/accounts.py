@@ -17,9 +17,7 @@ from fusion.infra.errors import InfraError
 def run_as(
     user: str, server: str, home: Path, reaches: tuple[Path, ...], on_change: Callable[[str], None]
 ) -> str | None:
-    """As root, the system user ``server`` runs as (it refuses root): made if missing, owner of
-    ``home``, able to traverse to ``reaches``; ``on_change`` hears what changed on the machine.
-    None when we are not root (the server runs as us)."""
+    """As root, the user ``server`` runs as (it refuses root), owning ``home``; else None."""
     if os.geteuid() != 0:
         return None
     if ensure_user(user):
@@ -38,7 +36,7 @@ def run_as(
 
 
 def ensure_user(name: str) -> bool:
-    """Create the system user ``name`` unless it exists; True if it was created."""
+    """Create the system user ``name`` (no login, no home) unless it exists; True if created."""
     try:
         pwd.getpwnam(name)
         return False
@@ -49,7 +47,6 @@ def ensure_user(name: str) -> bool:
                 f"a server that refuses to run as root needs the user {name}, and `useradd` "
                 "is missing to create it; create it yourself or run fusion as a normal user"
             ) from None
-        # No login, no home: a user only to own the server's files and run it.
         options = ["--system", "--no-create-home", "--home-dir", "/nonexistent"]
         options += ["--shell", "/usr/sbin/nologin"]
         subprocess.run([useradd, *options, name], check=True, capture_output=True)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from fusion.core import procfs
-from fusion.infra.elasticsearch import LocalElasticsearch, get_json
+from fusion.infra.elasticsearch import get_json
 from fusion.infra.errors import InfraError, PortInUseError
-from fusion.infra.kafka import LocalKafka
-from fusion.infra.process import free_port, port_is_free
+from fusion.infra.process import ManagedProcess, free_port, port_is_free
 from fusion.infra.secure import SecureMaterial
 
 Service = Literal["kafka", "elasticsearch", "spark"]
@@ -45,8 +44,13 @@ class ServiceStatus:
     pid: int | None
 
 
+class Server(Protocol):  # what the launcher needs of a local server
+    name: str
+    process: ManagedProcess
+
+
 def reuse(
-    service: LocalKafka | LocalElasticsearch,
+    service: Server,
     recorded: dict[str, Any] | None,
     port: int,
     option: str,

@@ -16,9 +16,8 @@ from typing import Any
 
 from fusion.infra.cdc.connect import CONNECT_VERSION, DEBEZIUM_VERSION, LocalConnect, fetch_connect
 from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE, LocalPostgres
-from fusion.infra.errors import InfraError, PortInUseError, ServerStartError
-from fusion.infra.process import port_is_free
-from fusion.infra.services import ServiceStatus
+from fusion.infra.errors import InfraError, ServerStartError
+from fusion.infra.services import ServiceStatus, reuse
 
 CdcService = LocalPostgres | LocalConnect
 
@@ -54,22 +53,18 @@ def start_cdc(
     jars = fetch_connect(artifacts)
     pg, connect = LocalPostgres(state_dir), LocalConnect(jars, state_dir)
     started: list[CdcService] = []
-    for service, port, option in ((pg, pg_port, "--pg-port"), (connect, connect_port, None)):
-        recorded = state.get(service.name, {}).get("port")
-        if service.process.is_running() and recorded == port:
-            continue
-        if service.process.is_running() or not port_is_free(port):
-            raise PortInUseError(service.name, port, option or "--connect-port")
-        if service is pg:
-            on_step(f"starting PostgreSQL on 127.0.0.1:{port} (wal_level = logical)")
-            pg.start(port, on_change)
-            _wait(lambda: pg.healthy(pg_port), pg, "accepting connections")
-            pg.create_database(port)
-        else:
-            on_step(f"starting Kafka Connect with Debezium on http://127.0.0.1:{port}")
-            connect.start(port, bootstrap)
-        state[service.name] = {"port": port}
-        started.append(service)
+    if not reuse(pg, state.get(pg.name), pg_port, "--pg-port"):
+        on_step(f"starting PostgreSQL on 127.0.0.1:{pg_port} (wal_level = logical)")
+        pg.start(pg_port, on_change)
+        _wait(partial(pg.healthy, pg_port), pg, "accepting connections")
+        pg.create_database(pg_port)
+        state[pg.name] = {"port": pg_port}
+        started.append(pg)
+    if not reuse(connect, state.get(connect.name), connect_port, "--connect-port"):
+        on_step(f"starting Kafka Connect with Debezium on http://127.0.0.1:{connect_port}")
+        connect.start(connect_port, bootstrap)
+        state[connect.name] = {"port": connect_port}
+        started.append(connect)
     return started
 
 
