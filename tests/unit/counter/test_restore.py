@@ -115,3 +115,14 @@ def test_the_rebuilds_rows_have_arrow_schemas_and_a_tombstone_reads_as_deleted()
     }  # fmt: skip
     row = rebuild._doc({"_id": "K", "_version": 3, "_source": {"id": "K"}}, "a")
     assert row["deleted"] is False and row["digest"] is not None
+
+
+def test_a_row_deleted_in_the_latest_event_stays_deleted_though_written_again_since() -> None:
+    # The event says b (version 8) was deleted; Elasticsearch already has b written again
+    # (version 9), not yet in an event: its replay is the change that re-enriches the key.
+    docs = [Doc("a", 5, "da"), Doc("b", 9, "db")]
+    history = History(FIRED, None, FIRED, {"a": 5, "b": 8}, deleted=("b",))
+    state = rebuilt_state(docs, history, NOW)
+    assert state is not None and state.deleted == ["b"]
+    back = decide("K", state, [_ack("b", 9, "db")], RULES, NOW)
+    assert [e.kind for e in back.events] == ["updated"]  # type: ignore[union-attr]
