@@ -11,6 +11,7 @@ indexer as a query of its own), ``counter``, ``enricher``.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
 from fusion.counter.engine import engine_here
+from fusion.counter.outlived import outlived_state
 from fusion.counter.query import start_counter
 from fusion.elastic import client as es_client
 from fusion.elastic import indexes as es_indexes
@@ -134,6 +136,10 @@ def start(
     if selection.single:
         refuse_a_stages_checkpoint(spark, config)
     resume.check(spark, config, selection.queries(config))  # a lost checkpoint: stop, or rebuild
+    if selection.counter or selection.single:
+        outlived = outlived_state(spark, config, int(time.time() * 1000))
+        if outlived is not None:
+            metrics.alert(names.STATE_OUTLIVED_ALERT, outlived)
 
     if selection.single:
         return [start_single(spark, config, metrics)]

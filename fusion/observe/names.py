@@ -11,6 +11,7 @@ KAFKA_ALERT = "kafka"  # Kafka unreachable or refusing, being retried
 ES_ALERT = "elasticsearch"  # Elasticsearch unreachable or overloaded, being retried
 DATA_LOSS_ALERT = "data_loss"  # source records deleted before they were read
 REPLAY_ALERT = "replay"  # a batch replayed without its exactly-once markers
+STATE_OUTLIVED_ALERT = "state_outlived"  # stopped longer than the counter remembers keys
 # Elasticsearch answering 429: its thread pools' queues are full (the stages retry).
 ES_BACKPRESSURE_ALERT = "elasticsearch_backpressure"
 

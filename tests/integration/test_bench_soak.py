@@ -25,12 +25,18 @@ def test_a_short_soak_kills_restarts_and_reports_nothing_lost_nothing_twice(
         rate=15.0,
         sources=3,
         drain_seconds=240.0,
+        # Spark keeps a key state_ttl and as long again after the batch that changed it, and
+        # a batch replayed after the kill keeps its old timestamp: on a loaded machine the
+        # restart took longer than the soak's 2 min x 2 (fusion.counter.outlived). A minute's
+        # soak checks the mechanics, not that limit.
+        state_ttl="10m",
     )
 
     report = soak.run_soak(settings, options)
 
     assert report["keys_sent"] == 15 * 60
-    assert report["keys_lost"] == 0 and report["duplicate_fires"] == 0, report
+    lost = (report["keys_lost"], report["lost_reported_incomplete"], report["drain_seconds"])
+    assert report["keys_lost"] == 0 and report["duplicate_fires"] == 0, lost
     assert len(report["kills"]) == 1 and report["es_restart"] == "not planned"
     assert [w["start_minute"] for w in report["windows"]] == [0, 0.5]
     assert all(w["keys"] and w["latency_p99_seconds"] for w in report["windows"])
@@ -38,4 +44,6 @@ def test_a_short_soak_kills_restarts_and_reports_nothing_lost_nothing_twice(
     assert samples and all(s["pipeline_rss_mb"] > 0 and s["state_keys"] >= 0 for s in samples)
     assert set(report["flatness"]) == set(soak_report.SERIES)
     json_path, md_path = soak_report.write_report(report, tmp_path)
-    assert json_path.exists() and "**fired twice 0**" in md_path.read_text()
+    text = md_path.read_text()
+    assert json_path.exists() and "**fired twice 0**" in text
+    assert "lost keys reported incomplete: none" in text

@@ -8,9 +8,10 @@ required, ``state_ttl = "20s"``, no timeout) runs twice:
 1. W1 gets both sources (it warms the pipeline up), then G1 gets billing; the
    pipeline stops before G1's deadline and stays stopped until Spark's TTL for
    G1's state has passed;
-2. on restart G1's timer finds no state: G1 is still reported incomplete, its
-   sources unknown; meanwhile N1 gets billing only (reported at its
-   ``state_ttl`` from what it had), C1 both sources (fired).
+2. on restart the run says the stop outlived the state (with the way out,
+   ``fusion reconcile``) and G1's timer finds no state: G1 is still reported
+   incomplete, its sources unknown; meanwhile N1 gets billing only (reported
+   at its ``state_ttl`` from what it had), C1 both sources (fired).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.counter.decisions import retention_ms
 from fusion.counter.state import key_state
+from fusion.observe.names import STATE_OUTLIVED_ALERT
+from fusion.spark.checkpoint import CheckpointFiles, batch_offsets, planned_batches
 from tests.integration.pipelines import (
     RunningPipeline,
     drop,
@@ -35,6 +38,7 @@ from tests.integration.pipelines import (
 )
 
 TTL_SECONDS = 20
+TTL_MS = TTL_SECONDS * 1000
 
 
 def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
@@ -43,6 +47,7 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
     config = make_config(settings, tmp_path, ["billing", "insurance"], state_ttl=f"{TTL_SECONDS}s")
     try:
         with RunningPipeline(spark, config) as run:
+            assert STATE_OUTLIVED_ALERT not in run.metrics.alerts()  # a fresh checkpoint
             # A key's deadline counts from its batch's start; a cold first batch (seconds)
             # would eat into the time G1 leaves to stop the pipeline before its deadline.
             produce(
@@ -59,13 +64,16 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
         assert found is not None, "G1's state was committed"
         state, spark_expiry_ms = found
         assert state.expired_at is None, "stopped before G1's deadline: the test's premise"
-        assert spark_expiry_ms == state.started_ms + retention_ms(TTL_SECONDS * 1000)
+        assert spark_expiry_ms == state.started_ms + retention_ms(TTL_MS)
 
-        # Stopped until Spark's TTL for G1's state has passed (a clock condition, not a guess).
-        while time.time() * 1000 <= spark_expiry_ms + 500:
+        # Stopped until Spark's TTL for G1's state, and for anything the last batch
+        # changed, has passed (a clock condition, not a guess).
+        until_ms = max(spark_expiry_ms, _last_batch_ms(spark, config) + retention_ms(TTL_MS))
+        while time.time() * 1000 <= until_ms + 500:
             time.sleep(0.2)
 
         with RunningPipeline(spark, config) as run:
+            assert "`fusion reconcile`" in run.metrics.alerts()[STATE_OUTLIVED_ALERT]
             produce(
                 config,
                 [
@@ -99,3 +107,10 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
 
 def _has_state(spark: Any, config: PipelineConfig, key: str) -> bool:
     return key_state(spark, config, key) is not None
+
+
+def _last_batch_ms(spark: Any, config: PipelineConfig) -> int:
+    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
+    found = batch_offsets(files, planned_batches(files)[-1])
+    assert found is not None
+    return found[0]

@@ -125,6 +125,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         "",
         f"- keys sent {report['keys_sent']:,}, enriched {report['keys_enriched']:,}, "
         f"**lost {report['keys_lost']:,}**, **fired twice {report['duplicate_fires']:,}**",
+        f"- lost keys reported incomplete: {_reasons(report.get('lost_reported_incomplete'))}",
         f"- drained {report['drain_seconds']:.0f} s after the last record",
         "",
         f"Flat: the least-squares trend after the first window within "
@@ -159,3 +160,10 @@ def write_report(report: Mapping[str, Any], out: Path) -> tuple[Path, Path]:
     json_path.write_text(json.dumps(report, indent=2))
     md_path.write_text(markdown(report))
     return json_path, md_path
+
+
+def _reasons(counts: Mapping[str, int] | None) -> str:
+    """``state_ttl`` 3, ``timeout`` 1; or none."""
+    if not counts:
+        return "none"
+    return ", ".join(f"`{reason}` {n:,}" for reason, n in sorted(counts.items()))

@@ -15,9 +15,9 @@ local runtime's) is stopped and started again. Throughout:
 - the committed ready topic: which key fired how often.
 
 At the end the input stops and the pipeline drains. Keys lost are the keys
-sent that no enriched record carries; duplicate fires, keys with more than
-one ready event. Per window the figures are averaged, and each series is held
-to flat (:mod:`~fusion.bench.soak.report`).
+sent that no enriched record carries (those reported incomplete are counted
+by reason); duplicate fires, keys with more than one ready event. Per window
+the figures are averaged, and each series is held to flat (:mod:`~fusion.bench.soak.report`).
 """
 
 from __future__ import annotations
@@ -167,6 +167,7 @@ class Soak:
             stop.set()
             self.run_process.__exit__(None, None, None)
         enriched = outputs.enriched(self.sent)
+        lost = [key for key in self.sent if key not in enriched]
         latencies = [(self.sent[k] - self.start, at - self.sent[k]) for k, at in enriched.items()]
         disturbed = [minute * 60 for minute in self.kills] + self.restarts
         rows = windows(
@@ -175,7 +176,9 @@ class Soak:
         return {
             "keys_sent": len(self.sent),
             "keys_enriched": len(enriched),
-            "keys_lost": len(self.sent) - len(enriched),
+            "keys_lost": len(lost),
+            # Why: reported incomplete (by reason), or never reported (still on its way).
+            "lost_reported_incomplete": dict(outputs.incomplete(lost)),
             "duplicate_fires": outputs.duplicate_fires(),
             "drain_seconds": drain,
             "kills": self.kills,

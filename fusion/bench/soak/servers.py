@@ -10,7 +10,9 @@ are neither measured nor restarted, and the report says so.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from fusion.bench.hops import TopicFollower
@@ -20,11 +22,19 @@ from fusion.infra.runtime import LocalRuntime
 
 
 class Outputs(TopicFollower):
-    """The ready topic's fires per key and the enriched topic's first record per key."""
+    """The ready topic's fires per key, the enriched topic's first record per key, and the
+    incomplete topic's reason per key (what a key never enriched was reported as)."""
 
     def __init__(self, config: PipelineConfig) -> None:
-        super().__init__(config, [config.ready_topic, config.enriched_topic], "soak-outputs")
+        topics = [config.ready_topic, config.enriched_topic, config.incomplete_topic]
+        super().__init__(config, topics, "soak-outputs")
         self._fires: Counter[str] = Counter()
+        self._incomplete: dict[str, str] = {}
+
+    def incomplete(self, keys: Iterable[str]) -> Counter[str]:
+        """How many of ``keys`` were reported incomplete, by reason."""
+        with self._lock:
+            return Counter(self._incomplete[k] for k in keys if k in self._incomplete)
 
     def duplicate_fires(self) -> int:
         """Keys with more than one ready event on the committed ready topic."""
@@ -35,6 +45,8 @@ class Outputs(TopicFollower):
         key = message.key().decode()
         if message.topic() == self.config.ready_topic:
             self._fires[key] += 1
+        elif message.topic() == self.config.incomplete_topic:
+            self._incomplete[key] = str(json.loads(message.value()).get("reason"))
         else:
             self._enriched.setdefault(key, message.timestamp()[1] / 1000)
 
