@@ -7,7 +7,12 @@ An indexer publishes one ack per document that Elasticsearch confirmed after a
      "seq_no": 3, "primary_term": 1, "version": 2,
      "topic": "billing", "partition": 0, "offset": 41,
      "acked_at": "2026-11-21T10:00:00.123456Z", "digest": "9f2c4e1a0b7d3e55",
-     "deleted": false}
+     "deleted": false, "ref": null, "ref_version": 0}
+
+A dimension's slot ack (docs/dimensions.md) is keyed by the key of the
+record that names the row: its ``source`` is the dimension, its ``version``
+the naming record's, ``ref`` the id it names and ``ref_version`` that row's
+version (0 when the row is not there, which ``deleted`` then says).
 
 This module owns the schema, the (de)serialisation and the validation. The
 counter reads acks as ``from_json`` with :data:`ACK_SPARK_SCHEMA` would, with
@@ -46,6 +51,8 @@ class Ack(BaseModel):
     digest: str | None = None
     # The source's row was deleted (a change event's delete): the document says so now.
     deleted: bool = False
+    ref: str | None = None
+    ref_version: int = Field(default=0, ge=0)
 
     @field_serializer("acked_at")
     def _utc(self, value: datetime) -> str:

@@ -6,7 +6,8 @@ task (:mod:`indexers.task`) is the same; its output goes to
 acks and dead letters exactly once and hands each ack to the counter's keyed
 state in the same batch. So each ack row here also carries the fields the
 counter reads (:data:`HANDOFF_SCHEMA`: the join key, source, ack time,
-version, digest, the source record's position, and whether it deleted its row).
+version, digest, the source record's position, whether it deleted its row, and a
+dimension slot's row).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ HANDOFF_COLUMNS = (
     ("s_partition", "int32"),
     ("s_offset", "int64"),
     ("deleted", "bool_"),
+    ("ref", "string"),
+    ("ref_version", "int64"),
 )
 _SPARK_TYPES = {
     "string": "STRING",
@@ -73,4 +76,6 @@ def _fields(ack: Ack) -> tuple[Any, ...]:
         ack.partition,
         ack.offset,
         ack.deleted,
+        ack.ref,
+        ack.ref_version,
     )

@@ -34,13 +34,13 @@ def key_of(spec: KeySpec, value: Mapping[str, Any], record_key: bytes | None) ->
         if record_key is None:
             raise KeyError_("no Kafka record key (the key is the record key)")
         if not spec.path:
-            return _checked(_text_of_bytes(record_key), "the record key")
+            return checked_key(_text_of_bytes(record_key), "the record key")
         try:
             document = json.loads(record_key)
         except (ValueError, RecursionError):
             raise KeyError_(f"the record key is not JSON (the key is {spec.text!r})") from None
-        return _checked(_at(document, spec.path, spec.text), repr(spec.text))
-    return _checked(_at(value, spec.path, spec.text), f"key field {spec.text!r}")
+        return checked_key(_at(document, spec.path, spec.text), repr(spec.text))
+    return checked_key(_at(value, spec.path, spec.text), f"key field {spec.text!r}")
 
 
 def _at(document: Any, path: tuple[str, ...], text: str) -> Any:
@@ -62,8 +62,8 @@ def _text_of_bytes(raw: bytes) -> str:
         raise KeyError_("the record key is not UTF-8 text") from None
 
 
-def _checked(key: Any, what: str) -> str:
-    """The key as text, or the reason it cannot be one."""
+def checked_key(key: Any, what: str) -> str:
+    """The key (or a reference to a dimension's key) as text, or the reason it cannot be one."""
     if key is None:
         raise KeyError_(f"{what} is null")
     if isinstance(key, bool) or not isinstance(key, str | int):

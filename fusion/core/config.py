@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
+from fusion.core.config_dimensions import Reference, references_of
 from fusion.core.config_tables import PipelineSection, SourceConfig
 from fusion.core.config_values import key_spec
 from fusion.core.settings import Settings
@@ -58,6 +59,12 @@ class PipelineConfig(Settings):
             if source.name in seen:
                 raise ValueError(f"duplicate source name {source.name!r}")
             seen.add(source.name)
+        return sources
+
+    @field_validator("sources")
+    @classmethod
+    def _follow_references(cls, sources: list[SourceConfig]) -> list[SourceConfig]:
+        references_of(sources)
         return sources
 
     @model_validator(mode="after")
@@ -144,6 +151,16 @@ class PipelineConfig(Settings):
     @property
     def key_field(self) -> str:
         return self.pipeline.key_field
+
+    @property
+    def references(self) -> tuple[Reference, ...]:
+        """Which source names which dimension's rows, by which field."""
+        return references_of(self.sources)
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        """The sources keyed by their own key, joined through a reference."""
+        return tuple(source.name for source in self.sources if source.dimension)
 
     @property
     def source_names(self) -> tuple[str, ...]:

@@ -44,8 +44,19 @@ class SourceConfig(BaseModel):
     # Override the pipeline's defaults for this source (None: use [pipeline]'s).
     required: bool | None = None
     timeout: Duration = None
+    # A table keyed by its own key, joined to the keys whose records name its rows
+    # (fusion/core/config_dimensions.py); and the rows this source's records name.
+    dimension: bool = False
+    references: dict[str, str] = Field(default_factory=dict)
 
     _valid_name = field_validator("name")(check_name)
+
+    @field_validator("references")
+    @classmethod
+    def _check_references(cls, value: dict[str, str]) -> dict[str, str]:
+        for path in value.values():
+            check_key(path)
+        return value
 
     @field_validator("key")
     @classmethod

@@ -178,6 +178,18 @@ def _encode_original(value: bytes | None) -> tuple[str | None, Literal["utf-8", 
         return base64.b64encode(value).decode(), "base64"
 
 
+class RefPart(BaseModel):
+    """The dimension row a key's slot holds (docs/dimensions.md): the id its referrer names
+    (None: it names none), the row's version (0: no row), and how often the slot changed
+    (it adds to the enriched version, which so grows with every change of the slot)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str | None
+    version: int = 0
+    changes: int = 0
+
+
 class ReadyEvent(BaseModel):
     """The counter's word that a key's sources are searchable and can be enriched.
 
@@ -187,7 +199,8 @@ class ReadyEvent(BaseModel):
     deleted) or ``deleted`` (on the updates topic: the key's enriched document
     goes, its sources deleted). ``sources`` are those whose documents are
     there, ``deleted`` those whose rows were deleted; ``versions`` every
-    source's newest version the counter had seen, a deleted one's too.
+    source's newest version the counter had seen, a deleted one's too; ``refs``
+    each dimension's slot (the row to look up, by its id).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -199,6 +212,7 @@ class ReadyEvent(BaseModel):
     kind: Literal["ready", "updated", "deleted"] = "ready"
     versions: dict[str, int] = {}
     deleted: list[str] = []
+    refs: dict[str, RefPart] = {}
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()
@@ -210,7 +224,9 @@ class IncompleteEvent(BaseModel):
     ``reason`` is ``timeout`` (a required source's own timeout passed) or
     ``state_ttl`` (a required source without one was waited for ``state_ttl``).
     ``first_ack_at`` is null, and ``present`` empty, only for a key whose state
-    was gone before its deadline was handled (docs/guarantees.md).
+    was gone before its deadline was handled (docs/guarantees.md). ``refs``
+    names each dimension's row the key waited for: its id (or none named), and
+    version 0 while the row is not there.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -222,6 +238,7 @@ class IncompleteEvent(BaseModel):
     expired_at: Timestamp
     versions: dict[str, int] = {}
     reason: Literal["timeout", "state_ttl"] = "timeout"
+    refs: dict[str, RefPart] = {}
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()

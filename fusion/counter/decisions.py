@@ -57,21 +57,13 @@ def decide(
             rejected.append((ack, reason))
             continue
         first = ack.acked_at if first is None else min(first, ack.acked_at)
-        before, version = seen.get(ack.source), ack.version or 0
-        if before is None or version > before.version:
-            if ack.deleted:
-                # A row deleted: a change if it was there. Kept, with its version, so that
-                # a late older write of it changes nothing.
-                if before is not None and not before.deleted:
-                    changed.add(ack.source)
-                seen[ack.source] = Seen(version, None, ack.acked_at, deleted=True)
-                continue
-            # A duplicate (same digest, newer offset) is no change; a digest-less ack is,
-            # and so is a row written again after its delete.
-            same = before is not None and not before.deleted and ack.digest == before.digest
-            if ack.digest is None or not same:
-                changed.add(ack.source)
-            seen[ack.source] = Seen(version, ack.digest, ack.acked_at)
+        before = seen.get(ack.source)
+        if before is not None and ack.order <= before.order:
+            continue  # a duplicate, or older than what the key has: changes nothing
+        change = _is_change(before, ack)
+        if change:
+            changed.add(ack.source)
+        seen[ack.source] = _seen(before, ack, change, rules)
     if first is None:
         return Decision(state, rejected=rejected)
     if state is None:
@@ -82,6 +74,26 @@ def decide(
         decision = _fire_or_wait(key, after, rules, now, new_key=state is None)
         return replace(decision, rejected=rejected)
     return replace(_after_fire(key, after, changed, rules, now), rejected=rejected)
+
+
+def _is_change(before: Seen | None, ack: AckSeen) -> bool:
+    """A newer ack changes the key unless it repeats what it had: a duplicate record (same
+    digest, newer offset), or a delete of a row already gone. A digest-less write is a
+    change, and so is a row written again after its delete."""
+    if ack.deleted:
+        # Kept even when no change, with its version, so that a late older write changes nothing.
+        return before is not None and not before.deleted
+    same = before is not None and not before.deleted and ack.digest == before.digest
+    return ack.digest is None or not same
+
+
+def _seen(before: Seen | None, ack: AckSeen, changed: bool, rules: Rules) -> Seen:
+    changes = before.changes if before else 0
+    if changed and ack.source in rules.dimensions:
+        changes += 1
+    digest = None if ack.deleted else ack.digest
+    at = ack.acked_at or ""
+    return Seen(ack.order[0], digest, at, ack.deleted, ack.ref_version, ack.ref, changes)
 
 
 def _after_fire(key: str, state: KeyState, changed: set[str], rules: Rules, now: Now) -> Decision:
@@ -96,9 +108,9 @@ def _after_fire(key: str, state: KeyState, changed: set[str], rules: Rules, now:
     gone = changed & set(state.deleted)
     if gone and (not state.present or rules.on_delete == "delete"):
         unfired = replace(state, fired_at=None, expired_at=None, deadline_ms=None)
-        return Decision(unfired, [_ready(key, state, now, "deleted")])
+        return Decision(unfired, [_ready(key, state, now, "deleted", rules)])
     if gone or rules.on_update == "reenrich":
-        return Decision(state, [_ready(key, state, now, "updated")])
+        return Decision(state, [_ready(key, state, now, "updated", rules)])
     return Decision(state)
 
 
@@ -124,7 +136,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
         present, versions = state.present, state.versions
         reason: Reason = "timeout" if timed_out else "state_ttl"
         event = _incomplete(key, present, missing, state.first_ack_at, now, versions, reason)
-        return Decision(expired, [event])
+        return Decision(expired, [_naming_refs(event, state, rules)])
     return _wait(state, rules, now)
 
 
@@ -206,7 +218,8 @@ def _fire_or_wait(key: str, state: KeyState, rules: Rules, now: Now, new_key: bo
 
 def _fire(key: str, state: KeyState, rules: Rules, now: Now) -> Decision:
     fired = replace(state, fired_at=now.iso, deadline_ms=None)
-    return Decision(fired, [_ready(key, fired, now, "ready")], delete_timer=state.deadline_ms)
+    ready = _ready(key, fired, now, "ready", rules)
+    return Decision(fired, [ready], delete_timer=state.deadline_ms)
 
 
 def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
@@ -242,8 +255,18 @@ def _incomplete(
     )
 
 
+def _naming_refs(event: IncompleteEvent, state: KeyState, rules: Rules) -> IncompleteEvent:
+    """The event, naming each dimension row the key waited for (by the id its referrer names)."""
+    refs = state.refs(rules.dimensions)
+    return event.model_copy(update={"refs": refs}) if refs else event
+
+
 def _ready(
-    key: str, state: KeyState, now: Now, kind: Literal["ready", "updated", "deleted"]
+    key: str,
+    state: KeyState,
+    now: Now,
+    kind: Literal["ready", "updated", "deleted"],
+    rules: Rules,
 ) -> ReadyEvent:
     return ReadyEvent(
         key=key,
@@ -253,4 +276,5 @@ def _ready(
         kind=kind,
         versions=state.versions,
         deleted=state.deleted,
+        refs=state.refs(rules.dimensions),
     )

@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from fusion.core.events import RefPart
 
 
 @dataclass(frozen=True)
@@ -17,12 +20,40 @@ class Seen:
 
     ``deleted``: that ack said the source's row was deleted (its version orders it
     against a late older write, which then changes nothing).
+
+    A dimension's slot (docs/dimensions.md) also keeps the id its referrer names
+    (``ref``), that row's version (``ref_version``, 0: no row) and how often the
+    slot changed (``changes``); acks are ordered by ``(version, ref_version)``,
+    the referrer's version first.
     """
 
     version: int
     digest: str | None
     acked_at: str = ""
     deleted: bool = False
+    ref_version: int = 0
+    ref: str | None = None
+    changes: int = 0
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.version, self.ref_version)
+
+    def to_list(self) -> list[object]:
+        """Its entry in the ``seen`` column: a slot's fields only where there is a slot."""
+        head: list[object] = [self.version, self.digest, self.acked_at]
+        if self.ref_version or self.ref is not None or self.changes:
+            return [*head, self.deleted, self.ref_version, self.ref, self.changes]
+        return [*head, True] if self.deleted else head
+
+    @classmethod
+    def from_list(cls, entry: list[Any]) -> Seen:
+        version, digest, at, *rest = entry
+        deleted = bool(rest and rest[0])
+        if len(rest) < 4:
+            return cls(int(version), digest, at, deleted)
+        ref_version, ref, changes = rest[1:4]
+        return cls(int(version), digest, at, deleted, int(ref_version), ref, int(changes))
 
 
 @dataclass(frozen=True)
@@ -58,11 +89,16 @@ class KeyState:
         """Of ``sources``, those without a document now (never acked, or deleted), sorted."""
         return sorted(set(sources) - set(self.present))
 
-    def to_row(self) -> tuple[str, str, int, str | None, str | None, int | None]:
-        seen = {
-            name: [s.version, s.digest, s.acked_at, *([True] if s.deleted else [])]
-            for name, s in sorted(self.seen.items())
+    def refs(self, dimensions: Iterable[str]) -> dict[str, RefPart]:
+        """Each dimension slot the key has: the row it names, for the enricher to look up."""
+        return {
+            name: RefPart(id=s.ref, version=s.ref_version, changes=s.changes)
+            for name in sorted(dimensions)
+            if (s := self.seen.get(name)) is not None
         }
+
+    def to_row(self) -> tuple[str, str, int, str | None, str | None, int | None]:
+        seen = {name: s.to_list() for name, s in sorted(self.seen.items())}
         return (
             json.dumps(seen, separators=(",", ":")),
             self.first_ack_at,
@@ -76,10 +112,7 @@ class KeyState:
     def from_row(cls, row: tuple[str, str, int, str | None, str | None, int | None]) -> KeyState:
         seen, first, started, fired, expired, deadline = row
         return cls(
-            {
-                name: Seen(int(v), d, at, bool(rest and rest[0]))
-                for name, (v, d, at, *rest) in json.loads(seen).items()
-            },
+            {name: Seen.from_list(entry) for name, entry in json.loads(seen).items()},
             first,
             int(started),
             fired,

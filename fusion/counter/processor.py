@@ -86,6 +86,8 @@ def acks_of(rows: Iterable[Any]) -> list[AckSeen]:
             version=r.version,
             digest=r.digest,
             deleted=bool(r.deleted),
+            ref=r.ref,
+            ref_version=r.ref_version or 0,
         )
         for r in rows
     ]

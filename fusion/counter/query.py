@@ -117,6 +117,7 @@ def rules_json(rules: Rules) -> str:
             "on_update": rules.on_update,
             "state_ttl_ms": rules.state_ttl_ms,
             "on_delete": rules.on_delete,
+            "dimensions": sorted(rules.dimensions),
         }
     )
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 INPUT_SCHEMA = (
     "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
     "topic STRING, partition INT, offset BIGINT, kind STRING, "
-    "count_name STRING, count_value BIGINT, executor STRING, deleted BOOLEAN"
+    "count_name STRING, count_value BIGINT, executor STRING, deleted BOOLEAN, "
+    "ref STRING, ref_version BIGINT"
 )
 INPUT_COLUMNS = tuple(part.split()[0] for part in INPUT_SCHEMA.split(", "))
 

@@ -27,6 +27,8 @@ class Rules:
     state_ttl_ms: int | None = None  # required sources without a timeout wait this long
     # A source of a fired key deleted: re-enrich without it, or delete the enriched document.
     on_delete: Literal["reenrich", "delete"] = "reenrich"
+    # The sources that are dimensions: their slots count their changes (docs/dimensions.md).
+    dimensions: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, config: PipelineConfig) -> Rules:
@@ -41,6 +43,7 @@ class Rules:
             config.pipeline.on_update,
             None if ttl is None else int(ttl * 1000),
             config.pipeline.on_delete,
+            frozenset(config.dimensions),
         )
 
 
@@ -64,7 +67,14 @@ class AckSeen:
     offset: int = 0
     version: int | None = None
     digest: str | None = None
-    deleted: bool = False  # the source's row was deleted
+    deleted: bool = False  # the source's row was deleted (a slot: its row is not there)
+    # A dimension's slot ack: the id the referrer names, and that row's version.
+    ref: str | None = None
+    ref_version: int = 0
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.version or 0, self.ref_version)
 
 
 Event = ReadyEvent | IncompleteEvent

@@ -47,7 +47,9 @@ def random_rules(rng: random.Random) -> Rules:
     on_delete = rng.choice(["reenrich", "delete"])
     # Some histories outlive their state_ttl: 10 s and 25 s are within a history's reach.
     ttl = rng.choice([None, 10_000, 25_000])
-    return Rules(sources, required, timeouts, on_update, ttl, on_delete)
+    # Some sources are dimensions: their acks are slots, ordered by (version, ref_version).
+    dimensions = frozenset(s for s in sources if rng.random() < 0.3)
+    return Rules(sources, required, timeouts, on_update, ttl, on_delete, dimensions)
 
 
 def random_ack(rng: random.Random, n: int) -> AckSeen:
@@ -62,7 +64,9 @@ def random_ack(rng: random.Random, n: int) -> AckSeen:
         offset=n,
         version=rng.choice([None, 0, 1, 1, 2, 3, 4]),
         digest=rng.choice([None, "a", "b", "b"]),
-        deleted=rng.random() < 0.2,  # a source's row deleted
+        deleted=rng.random() < 0.2,  # a source's row deleted (a slot: its row not there)
+        ref=rng.choice([None, None, "17", "18"]),
+        ref_version=rng.choice([0, 0, 1, 2, 5]),
     )
 
 
@@ -132,12 +136,18 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
             seen.update(json.loads(e).get("reason", "ready") for e in answer["events"])
             seen.update(["no state"] * (expected.state is None and bool(expected.events)))
             seen.update(
+                f"refs in {json.loads(e).get('kind', 'incomplete')}"
+                for e in answer["events"]
+                if json.loads(e)["refs"]
+            )
+            seen.update(
                 name
                 for name in ("new_key", "register_timer", "delete_timer", "rejected")
                 if answer[name]
             )
     print(dict(seen))
     assert steps > 1_500
+    assert {"refs in ready", "refs in updated", "refs in incomplete"} <= set(seen)
     assert min(seen[k] for k in ("ready", "updated", "incomplete", "new_key")) >= 20, seen
     assert seen["deleted"] >= 10, seen  # a fired key's enriched document deleted
     assert min(seen[k] for k in ("timeout", "state_ttl", "no state")) >= 20, seen

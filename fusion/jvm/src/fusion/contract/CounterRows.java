@@ -23,14 +23,15 @@ public final class CounterRows {
   /** What the counter reads, in this order; {@code kind} is {@code ack} or {@code count}. */
   public static final String INPUT_COLUMNS =
       "k,source,acked_at,version,digest,raw,topic,partition,offset,kind,"
-          + "count_name,count_value,executor,deleted";
+          + "count_name,count_value,executor,deleted,ref,ref_version";
 
   /** The rows of {@link #INPUT_COLUMNS}. */
   public static final StructType INPUT =
       StructType.fromDDL(
           "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
               + "topic STRING, partition INT, offset BIGINT, kind STRING, "
-              + "count_name STRING, count_value BIGINT, executor STRING, deleted BOOLEAN");
+              + "count_name STRING, count_value BIGINT, executor STRING, deleted BOOLEAN, "
+              + "ref STRING, ref_version BIGINT");
 
   /** The grouping key of the counter's state. */
   public static final StructType KEY = StructType.fromDDL("k STRING");
@@ -59,17 +60,19 @@ public final class CounterRows {
       Object topic,
       Object partition,
       Object offset,
-      Object deleted) {
+      Object deleted,
+      Object ref,
+      Object refVersion) {
     return RowFactory.create(
         k, source, ackedAt, version, digest, raw, topic, partition, offset, "ack", null, null,
-        null, deleted);
+        null, deleted, ref, refVersion);
   }
 
   /** A count on its way through the counter: its name, its value, the executor that counted. */
   public static Row countIn(String name, long value, String executor) {
     return RowFactory.create(
         COUNTS_KEY, null, null, null, null, null, null, null, null, "count", name, value,
-        executor, null);
+        executor, null, null, null);
   }
 
   /** The same count out of the counter. */

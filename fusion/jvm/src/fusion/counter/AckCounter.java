@@ -79,7 +79,9 @@ public final class AckCounter extends StatefulProcessorWithInitialState<Row, Row
               r.getLong(8),
               r.isNullAt(3) ? null : r.getLong(3),
               r.getString(4),
-              !r.isNullAt(13) && r.getBoolean(13)));
+              !r.isNullAt(13) && r.getBoolean(13),
+              r.getString(14),
+              r.isNullAt(15) ? 0 : r.getLong(15)));
     }
     return apply(k, before, Decisions.decide(k, before, acks, rules, now(timerValues)));
   }

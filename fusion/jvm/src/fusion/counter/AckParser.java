@@ -44,9 +44,10 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
 
   /** The ack's fields the counter reads, in the order of {@link CounterRows#INPUT_COLUMNS}. */
   private static final List<String> FIELDS =
-      List.of("key", "source", "acked_at", "version", "digest", "deleted");
+      List.of("key", "source", "acked_at", "version", "digest", "deleted", "ref", "ref_version");
 
-  private static final int VERSION = FIELDS.indexOf("version"); // the one BIGINT
+  private static final int VERSION = FIELDS.indexOf("version"); // BIGINT
+  private static final int REF_VERSION = FIELDS.indexOf("ref_version"); // BIGINT
   private static final int DELETED = FIELDS.indexOf("deleted"); // the one BOOLEAN; the rest STRING
 
   /** The counter's input rows of a stream of the ack topic (Kafka source columns). */
@@ -96,7 +97,9 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
         record.get(2),
         record.get(3),
         record.get(4),
-        ack[5]);
+        ack[5],
+        ack[6],
+        ack[7]);
   }
 
   /** The values of {@link #FIELDS} in {@code value}, as {@code from_json} reads them. */
@@ -183,7 +186,7 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
         }
         try {
           out[index] =
-              index == VERSION
+              index == VERSION || index == REF_VERSION
                   ? longValue(parser)
                   : index == DELETED ? booleanValue(parser) : stringValue(factory, parser);
         } catch (IOException | RuntimeException e) {

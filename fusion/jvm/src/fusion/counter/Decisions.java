@@ -45,7 +45,9 @@ public final class Decisions {
       long offset,
       Long version,
       String digest,
-      boolean deleted) {}
+      boolean deleted,
+      String ref,
+      long refVersion) {}
 
   /**
    * A {@code ready}, {@code updated} or {@code incomplete} event; {@code sources} are the
@@ -61,7 +63,8 @@ public final class Decisions {
       String at,
       Map<String, Long> versions,
       String reason,
-      List<String> deleted) {}
+      List<String> deleted,
+      Map<String, Seen> refs) {}
 
   public record Rejected(Ack ack, String reason) {}
 
@@ -102,25 +105,22 @@ public final class Decisions {
       first = first == null || ack.ackedAt().compareTo(first) < 0 ? ack.ackedAt() : first;
       Seen before = seen.get(ack.source());
       long version = ack.version() == null ? 0 : ack.version();
-      if (before == null || version > before.version()) {
-        if (ack.deleted()) {
-          // A row deleted: a change if it was there. Kept, with its version, so that a late
-          // older write of it changes nothing.
-          if (before != null && !before.deleted()) {
-            changed.add(ack.source());
-          }
-          seen.put(ack.source(), new Seen(version, null, ack.ackedAt(), true));
-          continue;
-        }
-        // A duplicate (same digest, newer offset) is no change; a digest-less ack is, and so
-        // is a row written again after its delete.
-        boolean same =
-            before != null && !before.deleted() && Objects.equals(ack.digest(), before.digest());
-        if (ack.digest() == null || !same) {
-          changed.add(ack.source());
-        }
-        seen.put(ack.source(), new Seen(version, ack.digest(), ack.ackedAt(), false));
+      if (before != null && before.compareOrder(version, ack.refVersion()) >= 0) {
+        continue; // a duplicate, or older than what the key has: changes nothing
       }
+      boolean change = isChange(before, ack);
+      if (change) {
+        changed.add(ack.source());
+      }
+      long changes = before == null ? 0 : before.changes();
+      if (change && rules.dimensions().contains(ack.source())) {
+        changes++;
+      }
+      String digest = ack.deleted() ? null : ack.digest();
+      seen.put(
+          ack.source(),
+          new Seen(version, digest, ack.ackedAt(), ack.deleted(), ack.refVersion(), ack.ref(),
+              changes));
     }
     if (first == null) {
       return Decision.of(state).withRejected(rejected, false);
@@ -135,6 +135,19 @@ public final class Decisions {
     return afterFire(key, after, changed, rules, now).withRejected(rejected, false);
   }
 
+  /**
+   * Whether a newer ack changes the key ({@code decisions._is_change}): not when it repeats what
+   * the key had (the same digest, or a delete of a row already gone).
+   */
+  private static boolean isChange(Seen before, Ack ack) {
+    if (ack.deleted()) {
+      return before != null && !before.deleted();
+    }
+    boolean same =
+        before != null && !before.deleted() && Objects.equals(ack.digest(), before.digest());
+    return ack.digest() == null || !same;
+  }
+
   /** A fired key's sources changed ({@code decisions._after_fire}). */
   private static Decision afterFire(
       String key, KeyState state, Set<String> changed, Rules rules, Now now) {
@@ -145,11 +158,11 @@ public final class Decisions {
     gone.retainAll(state.deleted());
     if (!gone.isEmpty() && (state.present().isEmpty() || rules.deleteOnDelete())) {
       return new Decision(
-          state.unfired(), List.of(ready(key, state, now, "deleted")), List.of(), false, null, null);
+          state.unfired(), List.of(ready(key, state, now, "deleted", rules)), List.of(), false, null, null);
     }
     if (!gone.isEmpty() || rules.reenrich()) {
       return new Decision(
-          state, List.of(ready(key, state, now, "updated")), List.of(), false, null, null);
+          state, List.of(ready(key, state, now, "updated", rules)), List.of(), false, null, null);
     }
     return Decision.of(state);
   }
@@ -162,7 +175,8 @@ public final class Decisions {
       List<String> missing = new ArrayList<>(new TreeSet<>(rules.sources()));
       Event event =
           new Event(
-              "incomplete", key, List.of(), missing, null, now.iso(), Map.of(), "state_ttl", null);
+              "incomplete", key, List.of(), missing, null, now.iso(), Map.of(), "state_ttl", null,
+              Map.of());
       return new Decision(null, List.of(event), List.of(), false, null, null);
     }
     if (state.fired() || state.expiredAt() != null) {
@@ -173,7 +187,7 @@ public final class Decisions {
       return Decision.of(state); // every row it had was deleted: nothing to fire or report
     }
     if (complete(state, rules, now)) {
-      return fire(key, state, now);
+      return fire(key, state, rules, now);
     }
     List<String> missing = state.missing(rules.sources());
     boolean overdue = false;
@@ -196,7 +210,8 @@ public final class Decisions {
               now.iso(),
               state.versions(),
               timedOut ? "timeout" : "state_ttl",
-              null);
+              null,
+              state.refs(rules.dimensions()));
       return new Decision(expired, List.of(event), List.of(), false, null, null);
     }
     return await(state, rules, now);
@@ -236,7 +251,7 @@ public final class Decisions {
 
   private static Decision fireOrWait(String key, KeyState state, Rules rules, Now now) {
     if (complete(state, rules, now)) {
-      return fire(key, state, now);
+      return fire(key, state, rules, now);
     }
     if (state.deadlineMs() == null && state.expiredAt() == null) {
       return await(state, rules, now);
@@ -244,10 +259,10 @@ public final class Decisions {
     return Decision.of(state);
   }
 
-  private static Decision fire(String key, KeyState state, Now now) {
+  private static Decision fire(String key, KeyState state, Rules rules, Now now) {
     KeyState fired = state.firedAt(now.iso());
     return new Decision(
-        fired, List.of(ready(key, fired, now, "ready")), List.of(), false, null, state.deadlineMs());
+        fired, List.of(ready(key, fired, now, "ready", rules)), List.of(), false, null, state.deadlineMs());
   }
 
   /** Register a timer at the earliest deadline still ahead, if there is one. */
@@ -268,7 +283,7 @@ public final class Decisions {
     return new Decision(state.deadline(at), List.of(), List.of(), false, at, null);
   }
 
-  private static Event ready(String key, KeyState state, Now now, String kind) {
+  private static Event ready(String key, KeyState state, Now now, String kind, Rules rules) {
     return new Event(
         kind,
         key,
@@ -278,6 +293,7 @@ public final class Decisions {
         now.iso(),
         state.versions(),
         null,
-        state.deleted());
+        state.deleted(),
+        state.refs(rules.dimensions()));
   }
 }

@@ -42,7 +42,8 @@ public final class Json {
         timeouts,
         "reenrich".equals(node.get("on_update").asText()),
         node.hasNonNull("state_ttl_ms") ? node.get("state_ttl_ms").asLong() : null,
-        "delete".equals(node.path("on_delete").asText("reenrich")));
+        "delete".equals(node.path("on_delete").asText("reenrich")),
+        node.has("dimensions") ? strings(node.get("dimensions")) : Set.of());
   }
 
   /** The {@code seen} column: {@code {"source":[version,digest,acked_at],...}}, sorted. */
@@ -51,7 +52,9 @@ public final class Json {
     seen.forEach(
         (name, s) -> {
           ArrayNode row = out.putArray(name).add(s.version()).add(s.digest()).add(s.ackedAt());
-          if (s.deleted()) {
+          if (s.slot()) {
+            row.add(s.deleted()).add(s.refVersion()).add(s.ref()).add(s.changes());
+          } else if (s.deleted()) {
             row.add(true);
           }
         });
@@ -65,13 +68,17 @@ public final class Json {
         .forEach(
             e -> {
               JsonNode v = e.getValue();
+              boolean slot = v.size() > 6;
               out.put(
                   e.getKey(),
                   new Seen(
                       v.get(0).asLong(),
                       text(v.get(1)),
                       text(v.get(2)),
-                      v.size() > 3 && v.get(3).asBoolean()));
+                      v.size() > 3 && v.get(3).asBoolean(),
+                      slot ? v.get(4).asLong() : 0,
+                      slot ? text(v.get(5)) : null,
+                      slot ? v.get(6).asLong() : 0));
             });
     return out;
   }
@@ -95,6 +102,10 @@ public final class Json {
     } else {
       array(out.putArray("deleted"), event.deleted());
     }
+    ObjectNode refs = out.putObject("refs");
+    event.refs().forEach(
+        (name, s) -> refs.putObject(name).put("id", s.ref()).put("version", s.refVersion())
+            .put("changes", s.changes()));
     return write(out);
   }
 
@@ -129,7 +140,9 @@ public final class Json {
                 a.get("offset").asLong(),
                 a.get("version").isNull() ? null : a.get("version").asLong(),
                 text(a.get("digest")),
-                a.path("deleted").asBoolean(false)));
+                a.path("deleted").asBoolean(false),
+                text(a.get("ref")),
+                a.path("ref_version").asLong(0)));
       }
       decision = Decisions.decide(key, state, acks, rules, now);
     }

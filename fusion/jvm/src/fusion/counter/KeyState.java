@@ -50,6 +50,17 @@ public record KeyState(
     return out;
   }
 
+  /** Each dimension slot the key has ({@code KeyState.refs}): the row it names. */
+  TreeMap<String, Seen> refs(Set<String> dimensions) {
+    TreeMap<String, Seen> out = new TreeMap<>();
+    seen.forEach((name, s) -> {
+      if (dimensions.contains(name)) {
+        out.put(name, s);
+      }
+    });
+    return out;
+  }
+
   TreeMap<String, Long> versions() {
     TreeMap<String, Long> out = new TreeMap<>();
     seen.forEach((name, s) -> out.put(name, s.version()));
@@ -79,7 +90,30 @@ public record KeyState(
 
   /**
    * The newest ack of one source: its document's version, content digest and ack time, and
-   * whether it said the source's row was deleted.
+   * whether it said the source's row was deleted; a dimension's slot also the id its referrer
+   * names, that row's version and how often the slot changed ({@code key_state.Seen}).
    */
-  public record Seen(long version, String digest, String ackedAt, boolean deleted) {}
+  public record Seen(
+      long version,
+      String digest,
+      String ackedAt,
+      boolean deleted,
+      long refVersion,
+      String ref,
+      long changes) {
+    Seen(long version, String digest, String ackedAt, boolean deleted) {
+      this(version, digest, ackedAt, deleted, 0, null, 0);
+    }
+
+    /** Whether it is a slot's entry, which keeps its slot fields. */
+    boolean slot() {
+      return refVersion != 0 || ref != null || changes != 0;
+    }
+
+    /** Acks are ordered by the referrer's version, then the row's. */
+    int compareOrder(long otherVersion, long otherRefVersion) {
+      int first = Long.compare(version, otherVersion);
+      return first != 0 ? first : Long.compare(refVersion, otherRefVersion);
+    }
+  }
 }

@@ -11,7 +11,8 @@ public record Rules(
     Map<String, Long> timeoutsMs,
     boolean reenrich,
     Long stateTtlMs,
-    boolean deleteOnDelete)
+    boolean deleteOnDelete,
+    Set<String> dimensions)
     implements Serializable {
   long due(KeyState state, String source) {
     Long timeout = timeoutsMs.get(source);

@@ -33,7 +33,7 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
   /** The indexer task's rows: its records and counts, and for each ack the counter's fields. */
   public static final String INPUT_COLUMNS =
       "task,topic,key,value,name,amount,k,source,acked_at,version,digest,s_topic,s_partition,"
-          + "s_offset,deleted";
+          + "s_offset,deleted,ref,ref_version";
 
   /** What the counter reads. */
   public static final StructType OUTPUT = CounterRows.INPUT;
@@ -77,7 +77,9 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
                   row.getString(11),
                   row.getInt(12),
                   row.getLong(13),
-                  row.isNullAt(14) ? null : row.getBoolean(14)));
+                  row.isNullAt(14) ? null : row.getBoolean(14),
+                  row.isNullAt(15) ? null : row.getString(15),
+                  row.isNullAt(16) ? null : row.getLong(16)));
         }
       } else if (!row.isNullAt(4)) {
         counts.merge(row.getString(4), row.isNullAt(5) ? 0L : row.getLong(5), Long::sum);

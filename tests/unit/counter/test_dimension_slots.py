@@ -1,0 +1,104 @@
+"""A dimension's slot in the counter: it waits for the row it names, orders by the referrer's
+version first, and counts its changes (pure; docs/dimensions.md)."""
+
+from __future__ import annotations
+
+from fusion.core.events import IncompleteEvent, ReadyEvent, RefPart
+from fusion.counter.decisions import AckSeen, Decision, Now, Rules, decide, on_deadline
+from fusion.counter.key_state import KeyState
+
+RULES = Rules(
+    sources=frozenset({"item", "brand"}),
+    required=frozenset({"item", "brand"}),
+    timeouts_ms={"item": None, "brand": 5_000},
+    dimensions=frozenset({"brand"}),
+)
+NOW = Now("2026-01-01T00:00:01.000000Z", 1_767_225_601_000)
+LATER = Now("2026-01-01T00:00:09.000000Z", 1_767_225_609_000)
+
+
+def item(version: int, digest: str = "i") -> AckSeen:
+    return AckSeen(source="item", acked_at=NOW.iso, version=version, digest=digest)
+
+
+def slot(
+    version: int, ref: str | None, ref_version: int, digest: str = "b", gone: bool = False
+) -> AckSeen:
+    """K's brand slot, from the item at ``version``: the row ``ref`` at ``ref_version``
+    (0: not there; ``gone``: deleted, its tombstone at ``ref_version``)."""
+    there = ref is not None and ref_version > 0 and not gone
+    return AckSeen(
+        source="brand",
+        acked_at=NOW.iso,
+        version=version,
+        digest=f"{ref}:{digest}" if there else None,
+        deleted=not there,
+        ref=ref,
+        ref_version=ref_version,
+    )
+
+
+def _only(decision: Decision) -> ReadyEvent:
+    (event,) = decision.events
+    assert isinstance(event, ReadyEvent)
+    return event
+
+
+def _fired() -> KeyState:
+    state = decide("K", None, [item(10), slot(10, "A", 50)], RULES, NOW).state
+    assert state is not None and state.fired
+    return state
+
+
+def test_a_key_fires_once_the_row_its_item_names_is_there() -> None:
+    waiting = decide("K", None, [item(10), slot(10, "A", 0)], RULES, NOW)
+    assert waiting.events == [] and waiting.register_timer is not None
+    fired = decide("K", waiting.state, [slot(10, "A", 50)], RULES, NOW)
+    event = _only(fired)
+    assert event.kind == "ready" and event.sources == ["brand", "item"]
+    assert event.refs == {"brand": RefPart(id="A", version=50, changes=1)}
+
+
+def test_its_deadline_names_the_row_it_waited_for() -> None:
+    waiting = decide("K", None, [item(10), slot(10, "A", 0)], RULES, NOW).state
+    assert waiting is not None
+    (event,) = on_deadline("K", waiting, RULES, LATER).events
+    assert isinstance(event, IncompleteEvent) and event.missing == ["brand"]
+    assert event.refs == {"brand": RefPart(id="A", version=0, changes=0)}
+    null = decide("K", None, [item(10), slot(10, None, 0)], RULES, NOW).state
+    (named_none,) = on_deadline("K", null, RULES, LATER).events
+    assert named_none.refs["brand"].id is None  # type: ignore[union-attr]
+
+
+def test_a_move_to_a_row_written_earlier_wins_and_the_old_row_never_touches_it_again() -> None:
+    moved = decide("K", _fired(), [item(20), slot(20, "B", 3)], RULES, NOW)
+    event = _only(moved)
+    assert event.kind == "updated" and event.refs["brand"] == RefPart(id="B", version=3, changes=2)
+    # A's rename, found by a search that saw the item before it moved: older, nothing.
+    stale = decide("K", moved.state, [slot(10, "A", 60, digest="renamed")], RULES, NOW)
+    assert stale.events == [] and stale.state == moved.state
+
+
+def test_a_newer_row_of_the_same_id_updates_and_a_duplicate_does_not() -> None:
+    renamed = decide("K", _fired(), [slot(10, "A", 61, digest="renamed")], RULES, NOW)
+    assert _only(renamed).refs["brand"] == RefPart(id="A", version=61, changes=2)
+    again = decide("K", renamed.state, [slot(10, "A", 62, digest="renamed")], RULES, NOW)
+    assert again.events == [] and again.state is not None
+    assert again.state.seen["brand"].changes == 2  # the same content: no change to count
+    replay = decide("K", again.state, [slot(10, "A", 50)], RULES, NOW)
+    assert replay.events == [] and replay.state == again.state
+
+
+def test_a_deleted_row_reenriches_without_it() -> None:
+    gone = decide("K", _fired(), [slot(10, "A", 70, gone=True)], RULES, NOW)
+    event = _only(gone)
+    assert event.kind == "updated" and event.deleted == ["brand"]
+    assert event.refs["brand"] == RefPart(id="A", version=70, changes=2)
+
+
+def test_the_slot_survives_the_state_row() -> None:
+    state = decide("K", _fired(), [item(20), slot(20, "B", 3)], RULES, NOW).state
+    assert state is not None
+    assert KeyState.from_row(state.to_row()) == state
+    plain = KeyState.from_row(decide("K", None, [item(10)], RULES, NOW).state.to_row())  # type: ignore[union-attr]
+    assert plain.seen["item"].to_list() == [10, "i", NOW.iso]  # sources keep their short entry
