@@ -55,7 +55,7 @@ def start_indexer(
 ) -> StreamingQuery:
     """Start the indexer of ``sources``, checkpointed under ``<checkpoint_dir>/<its name>``."""
     stage = IndexBatch(config, sources, metrics)
-    topics = [config.topic_of(config.source(s)) for s in sources]
+    topics = config.input_topics(sources)
     files = CheckpointFiles(spark, config.checkpoint(stage.name))
     # A new indexer query starts where the others left; rebuilt, where it left too.
     others = [s for s in lag.indexer_stages(config) if s != stage.name]

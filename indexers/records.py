@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fusion.core.config import RESERVED_FIELD
@@ -53,6 +53,8 @@ class SourceRecord:
     # ``key_field`` names the top-level field it keeps the key in, if the source has one.
     deleted: bool = False
     key_field: str | None = None
+    # The ids of the dimension rows it names (indexers/references.py), kept in fusion.refs.
+    refs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def where(self) -> tuple[str, int, int]:
@@ -76,9 +78,11 @@ class SourceRecord:
             own: Any = {"deleted": True, "key": self.key}
             tombstone = {self.key_field: self.key} if self.key_field else {}
             return json.dumps({**tombstone, RESERVED_FIELD: own}).encode()
-        if self.stored_key:
+        if self.stored_key or self.refs:
             own = self.doc.get(RESERVED_FIELD)
-            kept = {**(own if isinstance(own, dict) else {}), "key": self.key}
+            kept = {**(own if isinstance(own, dict) else {})}
+            kept |= {"key": self.key} if self.stored_key else {}
+            kept |= {"refs": dict(self.refs)} if self.refs else {}
             doc = {**self.doc, RESERVED_FIELD: kept}
             return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
         if self.original and json.detect_encoding(self.original) == "utf-8":
@@ -153,8 +157,8 @@ def parse(
         return dead(str(exc))
     where = (raw.topic, raw.partition, raw.offset)
     if deleted:
-        field = spec.path[0] if not spec.in_record_key and len(spec.path) == 1 else None
-        return SourceRecord(key_text, doc, *where, b"", None, deleted=True, key_field=field)
+        top = spec.path[0] if not spec.in_record_key and len(spec.path) == 1 else None
+        return SourceRecord(key_text, doc, *where, b"", None, deleted=True, key_field=top)
     try:
         digest = content_digest(doc)
     except (ValueError, RecursionError) as exc:

@@ -19,12 +19,13 @@ there) and then sends the acks, unless they went out already.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from acks.contract import Ack
 from acks.kafka import ack_records
 from fusion.core.config import STORED_KEY
+from fusion.core.config_dimensions import Reference
 from fusion.core.events import DeadLetter, dead_letter_records, now_utc
 from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed, Target, write_documents
@@ -32,6 +33,8 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
+from indexers.dimensions import lookup_rows, slot_acks, wanted_rows
+from indexers.fanout import fan_out, requests_for
 from indexers.records import (
     RawRecord,
     SourceRecord,
@@ -39,6 +42,7 @@ from indexers.records import (
     latest_per_key,
     parse,
 )
+from indexers.references import references_in, stored_refs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -66,6 +70,9 @@ class IndexPartition:
                 strict=True,
             )
         ]
+        if raws[0].topic == job.config.fanout_topic and job.config.dimensions:
+            out, counts, acks = fan_out(job, raws)
+            return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
         return index_records(job, self.by_topic[raws[0].topic], raws)
 
 
@@ -94,6 +101,9 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
             tombstones += 1  # the compacted topic's half of a delete: nothing to index
         else:
             dead.append(parsed)
+    references = config.references_from(source)
+    if references:
+        records = [named(record, references) for record in records]
     crash_point("indexer.before_bulk")
     target = Target(
         config.index_of(config.source(source)), "indexer", source, config.pipeline.bulk_chunk
@@ -109,9 +119,16 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     crash_point("indexer.after_bulk")
     dead.extend(written.dead)
     acks = list(_acks(source, written.confirmed))
-    out = dead_letter_records(config.dlq_topic, dead, config.message_limit) + ack_records(
-        config.acks_topic, acks
-    )
+    if references:
+        acks += _slot_acks(job, references, written.confirmed, retries)
+    out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
+    if spec.dimension:
+        # A row keyed by its own id is no part of a key: its change goes to the keys
+        # that name it, by a fan-out (indexers/fanout.py), not to the counter.
+        requests = requests_for(source, written.confirmed, now_utc())
+        out += [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in requests]
+        acks = []
+    out += ack_records(config.acks_topic, acks)
     counts = {
         names.source_count(source, names.SOURCE_RECORDS): len(raws),
         names.source_count(source, names.DLQ): len(dead),
@@ -126,6 +143,25 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
     }
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
+
+
+def named(record: SourceRecord, references: Sequence[Reference]) -> SourceRecord:
+    """The record, with the ids of the dimension rows it names (kept in ``fusion.refs``)."""
+    return replace(record, refs=stored_refs(references_in(record.doc, references)))
+
+
+def _slot_acks(
+    job: Job,
+    references: Sequence[Reference],
+    confirmed: list[Confirmed[SourceRecord]],
+    metrics: Metrics,
+) -> list[Ack]:
+    """Each confirmed document's slot acks, after one lookup of the rows they name."""
+    config = job.config
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    wanted = wanted_rows(item.record for item in confirmed if not item.record.deleted)
+    rows = lookup_rows(job.elasticsearch(), config, wanted, retry, metrics)
+    return slot_acks(config, references, confirmed, rows, now_utc())
 
 
 def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:

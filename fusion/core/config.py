@@ -24,11 +24,12 @@ name unless set explicitly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from fusion.core.config_dimensions import Reference, references_of
+from fusion.core.config_dimensions import Dimensional, references_of
 from fusion.core.config_tables import PipelineSection, SourceConfig
 from fusion.core.config_values import key_spec
 from fusion.core.settings import Settings
@@ -38,6 +39,9 @@ RESERVED_FIELD = "fusion"
 # Where a source document keeps its join key when the key is not a top-level field of
 # it (a path, the Kafka record key): the index is walked in key order by it.
 STORED_KEY = f"{RESERVED_FIELD}.key"
+# Where a document keeps the ids of the dimension rows it names (docs/dimensions.md): a
+# keyword per dimension, so that a row's change finds its documents with a term query.
+STORED_REFS = f"{RESERVED_FIELD}.refs"
 
 
 # Room for what a record carries besides its payload: a dead letter's metadata,
@@ -45,7 +49,7 @@ STORED_KEY = f"{RESERVED_FIELD}.key"
 MESSAGE_HEADROOM = 64 * 1024
 
 
-class PipelineConfig(Settings):
+class PipelineConfig(Settings, Dimensional):
     """Everything ``fusion run`` needs; build it with :meth:`Settings.load`."""
 
     pipeline: PipelineSection
@@ -142,6 +146,7 @@ class PipelineConfig(Settings):
             self.dlq_topic,
             self.incomplete_topic,
             self.updates_topic,
+            *[self.fanout_topic] * bool(self.dimensions),
         ]
 
     @property
@@ -151,16 +156,6 @@ class PipelineConfig(Settings):
     @property
     def key_field(self) -> str:
         return self.pipeline.key_field
-
-    @property
-    def references(self) -> tuple[Reference, ...]:
-        """Which source names which dimension's rows, by which field."""
-        return references_of(self.sources)
-
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        """The sources keyed by their own key, joined through a reference."""
-        return tuple(source.name for source in self.sources if source.dimension)
 
     @property
     def source_names(self) -> tuple[str, ...]:
@@ -218,6 +213,17 @@ class PipelineConfig(Settings):
     @property
     def updates_topic(self) -> str:
         return self.pipeline.updates_topic or f"{self.name}.updated"
+
+    @property
+    def fanout_topic(self) -> str:
+        """Dimension rows whose keys are owed slot acks (:mod:`acks.fanout`)."""
+        return f"{self.name}.fanout"
+
+    def input_topics(self, sources: Sequence[str]) -> list[str]:
+        """What an indexer query of ``sources`` reads: their topics, and the fan-out topic
+        if it works the fan-outs."""
+        topics = [self.topic_of(self.source(s)) for s in sources]
+        return topics + [self.fanout_topic] * (self.fanout_source in sources)
 
     @property
     def markers_topic(self) -> str:

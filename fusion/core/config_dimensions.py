@@ -35,6 +35,32 @@ class Reference:
         return f"{self.referrer}.references.{self.dimension}"
 
 
+class Dimensional:
+    """What a pipeline config says of its dimensions (a part of :class:`PipelineConfig`)."""
+
+    sources: list[SourceConfig]
+
+    @property
+    def references(self) -> tuple[Reference, ...]:
+        """Which source names which dimension's rows, by which field."""
+        return references_of(self.sources)
+
+    def references_from(self, source: str) -> tuple[Reference, ...]:
+        """The references of ``source``'s records (none for most sources)."""
+        return tuple(r for r in self.references if r.referrer == source)
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        """The sources keyed by their own key, joined through a reference."""
+        return tuple(source.name for source in self.sources if source.dimension)
+
+    @property
+    def fanout_source(self) -> str | None:
+        """The source whose indexer query also works the fan-outs: the first that names
+        dimension rows (a fan-out searches its index); None without dimensions."""
+        return min((r.referrer for r in self.references), default=None)
+
+
 def references_of(sources: Sequence[SourceConfig]) -> tuple[Reference, ...]:
     """Every reference of the pipeline, checked; ValueError naming the field at fault."""
     by_name = {source.name: source for source in sources}

@@ -137,6 +137,9 @@ class PipelineSection(BaseModel):
     # (a third of it); a second process waits this long for a holder on another machine
     # to renew before it takes a component over (one killed on this machine, at once).
     lease_seconds: float = Field(default=15.0, ge=1.0)
+    # A dimension row's fan-out: how many keys naming it one micro-batch gives slot acks
+    # (docs/dimensions.md); the rest wait for the next batch, so no batch waits long.
+    fanout_page: int = Field(default=5_000, ge=1, le=10_000)
 
     _valid_name = field_validator("name")(check_name)
 

@@ -25,10 +25,16 @@ def source_mapping(config: PipelineConfig, source: SourceConfig) -> dict[str, An
     """A source index's mapping: its key a keyword (where the index keeps it), the hints."""
     field = config.sort_field(source)
     keyword = {"type": "keyword"}
+    own: dict[str, Any] = {}
     if field == STORED_KEY:
-        properties: dict[str, Any] = {RESERVED_FIELD: {"properties": {"key": keyword}}}
-    else:
-        properties = {field: keyword}
+        own["key"] = keyword
+    references = config.references_from(source.name)
+    if references:
+        # The ids of the rows a document names: a dimension row's change finds them by term.
+        own["refs"] = {"properties": {r.dimension: keyword for r in references}}
+    properties: dict[str, Any] = {RESERVED_FIELD: {"properties": own}} if own else {}
+    if field != STORED_KEY:
+        properties[field] = keyword
     properties.update({name: {"type": kind} for name, kind in source.fields.items()})
     return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
 

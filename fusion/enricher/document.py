@@ -100,11 +100,14 @@ def _enriched(
     return doc
 
 
-def enriched_version(found: Mapping[str, FoundDoc]) -> int:
+def enriched_version(found: Mapping[str, FoundDoc], dimensions: Sequence[str] = ()) -> int:
     """The enriched document's external version: the sum of its sources' versions.
 
     Source versions only grow, so a newer combination of source documents
     always has a higher sum, and an enrichment from older documents (a replay)
-    can never overwrite the document written from newer ones.
+    can never overwrite the document written from newer ones. A dimension
+    row's version is left out: a key moving to a row written earlier would
+    lower the sum; its slot's count of changes, which the caller adds, grows
+    instead (docs/dimensions.md).
     """
-    return sum(doc.version for doc in found.values())
+    return sum(doc.version for name, doc in found.items() if name not in dimensions)

@@ -32,6 +32,7 @@ from fusion.observe.metrics import Metrics
 from indexers.records import is_tombstone
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
+RowIds = Mapping[str, Mapping[str, str]]  # key -> dimension -> the id of the row it names
 T = TypeVar("T")
 
 
@@ -41,12 +42,42 @@ def fetch(
     keys: Sequence[str],
     metrics: Metrics,
     retry: RetryPolicy | None = None,
+    rows: RowIds | None = None,
 ) -> Found:
-    """Documents of every source for ``keys``; a key lacks the sources not found."""
+    """Documents of every source for ``keys``; a key lacks the sources not found.
+
+    A dimension's row is looked up by the id ``rows`` gives for the key (docs/dimensions.md),
+    each distinct row once however many keys name it.
+    """
     retry = retry or RetryPolicy()
+    rows = rows or {}
     if config.pipeline.lookup == "per-source":
-        return _per_source(es, config, keys, metrics, retry)
-    return _batched(es, config, keys, metrics, retry)
+        return _per_source(es, config, keys, metrics, retry, rows)
+    return _batched(es, config, keys, metrics, retry, rows)
+
+
+def _wanted(
+    config: PipelineConfig, keys: Sequence[str], rows: RowIds
+) -> list[tuple[str, SourceConfig]]:
+    """Each document to fetch once: (its _id, its source): a key's own sources' documents,
+    and the distinct dimension rows the keys name."""
+    own = [s for s in config.sources if not s.dimension]
+    wanted = [(key, source) for key in keys for source in own]
+    named = sorted({(dim, ref) for key in keys for dim, ref in rows.get(key, {}).items()})
+    return wanted + [(ref, config.source(dim)) for dim, ref in named]
+
+
+def _place(config: PipelineConfig, keys: Sequence[str], rows: RowIds, fetched: Found) -> Found:
+    """``fetched`` (by _id, then source) as each key's documents: its own sources' (by the
+    key), and the dimension rows it names (by their ids)."""
+    dimensions = set(config.dimensions)
+    found: Found = {}
+    for key in keys:
+        found[key] = {n: d for n, d in fetched.get(key, {}).items() if n not in dimensions}
+        for dim, ref in rows.get(key, {}).items():
+            if dim in fetched.get(ref, {}):
+                found[key][dim] = fetched[ref][dim]
+    return found
 
 
 def _counted(
@@ -70,21 +101,21 @@ def _per_source(
     keys: Sequence[str],
     metrics: Metrics,
     retry: RetryPolicy,
+    rows: RowIds,
 ) -> Found:
-    found: Found = {key: {} for key in keys}
-    for key in keys:
-        for source in config.sources:
-            index = config.index_of(source)
-            try:
-                hit = _counted(
-                    partial(es.get, index=index, id=key), f"GET {index}", metrics, retry, index
-                )
-            except NotFoundError as exc:
-                if index_gone(exc):
-                    raise IndexGoneError(index, f"GET: {exc.message}") from None
-                continue  # the index is there, the document is not
-            found[key][source.name] = _found(config, source, dict(hit))
-    return found
+    fetched: Found = {}
+    for doc_id, source in _wanted(config, keys, rows):
+        index = config.index_of(source)
+        try:
+            hit = _counted(
+                partial(es.get, index=index, id=doc_id), f"GET {index}", metrics, retry, index
+            )
+        except NotFoundError as exc:
+            if index_gone(exc):
+                raise IndexGoneError(index, f"GET: {exc.message}") from None
+            continue  # the index is there, the document is not
+        fetched.setdefault(doc_id, {})[source.name] = _found(config, source, dict(hit))
+    return _place(config, keys, rows, fetched)
 
 
 def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any]) -> FoundDoc:
@@ -96,8 +127,10 @@ def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any])
     doc: dict[str, Any] = hit["_source"]
     if is_tombstone(doc):
         return FoundDoc({}, hit["_version"], deleted=True)
-    if config.sort_field(source) == STORED_KEY and isinstance(doc.get(RESERVED_FIELD), dict):
-        own = {k: v for k, v in doc[RESERVED_FIELD].items() if k != "key"}
+    keeps = config.sort_field(source) == STORED_KEY or config.references_from(source.name)
+    if keeps and isinstance(doc.get(RESERVED_FIELD), dict):
+        # What Fusion kept in the document (its key, the rows it names) is no part of it.
+        own = {k: v for k, v in doc[RESERVED_FIELD].items() if k not in ("key", "refs")}
         doc = {k: v for k, v in doc.items() if k != RESERVED_FIELD} | (
             {RESERVED_FIELD: own} if own else {}
         )
@@ -110,17 +143,17 @@ def _batched(
     keys: Sequence[str],
     metrics: Metrics,
     retry: RetryPolicy,
+    rows: RowIds,
 ) -> Found:
-    found: Found = {key: {} for key in keys}
-    wanted = [(key, source) for key in keys for source in config.sources]
-    for chunk in _chunks(wanted, config.pipeline.mget_chunk):
-        docs = [{"_index": config.index_of(source), "_id": key} for key, source in chunk]
+    fetched: Found = {}
+    for chunk in _chunks(_wanted(config, keys, rows), config.pipeline.mget_chunk):
+        docs = [{"_index": config.index_of(source), "_id": doc_id} for doc_id, source in chunk]
         indexes = ",".join(sorted({doc["_index"] for doc in docs}))
         hits = _counted(partial(mget, es, docs), "_mget", metrics, retry, indexes)
-        for (key, source), hit in zip(chunk, hits, strict=True):
+        for (doc_id, source), hit in zip(chunk, hits, strict=True):
             if hit.get("found"):
-                found[key][source.name] = _found(config, source, dict(hit))
-    return found
+                fetched.setdefault(doc_id, {})[source.name] = _found(config, source, dict(hit))
+    return _place(config, keys, rows, fetched)
 
 
 def mget(es: Elasticsearch, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

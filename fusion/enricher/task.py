@@ -177,14 +177,15 @@ def _enrich_group(
     metrics: Metrics,
 ) -> _Group:
     dead: list[DeadLetter] = []
-    found = lookups.fetch(es, config, list(wanted), metrics, retry)
+    rows = {key: want.row_ids() for key, want in wanted.items() if want.refs}
+    found = lookups.fetch(es, config, list(wanted), metrics, retry, rows)
     crash_point("enricher.after_lookup")
     enriched: list[EnrichedDoc] = []
     enriched_at = now_iso()
     for key, want in wanted.items():
         docs = found.pop(key)
         metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
-        version = enriched_version(docs)
+        version = enriched_version(docs, config.dimensions) + want.changes
         if want.kind == "deleted":
             doc = EnrichedDoc(key, b"", want.fired_at, want.where, want.original, version, True)
             enriched.append(doc)

@@ -4,12 +4,13 @@ the key to enrich, or a dead letter saying why it cannot be."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
 from fusion.core.config import PipelineConfig
-from fusion.core.events import DeadLetter, IncompleteEvent, ReadyEvent
+from fusion.core.events import DeadLetter, IncompleteEvent, ReadyEvent, RefPart
 
 Where = tuple[str, int, int]  # topic, partition, offset
 
@@ -24,6 +25,21 @@ class Wanted:
     where: Where
     original: bytes
     deleted: tuple[str, ...] = ()  # sources whose rows were deleted: missing, as expected
+    # Each dimension slot's row (docs/dimensions.md): looked up by its id, not by the key.
+    refs: Mapping[str, RefPart] = field(default_factory=dict)
+
+    def row_ids(self) -> dict[str, str]:
+        """The dimension rows to look up: each slot's id, where its row is there."""
+        return {
+            name: ref.id
+            for name, ref in self.refs.items()
+            if ref.id is not None and ref.version > 0 and name not in self.deleted
+        }
+
+    @property
+    def changes(self) -> int:
+        """What the slots add to the enriched version: their changes, so it grows with each."""
+        return sum(ref.changes for ref in self.refs.values())
 
     @property
     def partial(self) -> bool:
@@ -43,9 +59,10 @@ def parse_event(config: PipelineConfig, value: bytes | None, where: Where) -> Wa
         reason = f"malformed {what} event: {field + ': ' if field else ''}{error['msg']}"
         return DeadLetter.of(reason, "enricher", None, where, value, _key_of(value))
     if isinstance(event, IncompleteEvent):
-        return Wanted(event.key, "incomplete", event.expired_at, where, value or b"")
-    original = value or b""
-    return Wanted(event.key, event.kind, event.fired_at, where, original, tuple(event.deleted))
+        at = event.expired_at
+        return Wanted(event.key, "incomplete", at, where, value or b"", refs=event.refs)
+    original, deleted = value or b"", tuple(event.deleted)
+    return Wanted(event.key, event.kind, event.fired_at, where, original, deleted, event.refs)
 
 
 def _key_of(value: bytes | None) -> str | None:

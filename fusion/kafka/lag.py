@@ -39,13 +39,13 @@ def indexer_stages(config: PipelineConfig) -> list[str]:
 
 def stage_inputs(config: PipelineConfig, naive: bool = False) -> dict[str, list[str]]:
     """Each query's name and the topics it reads (``naive``: the benchmark's baseline's)."""
-    sources = [config.topic_of(s) for s in config.sources]
     if naive:
-        return {"naive": sources}
+        return {"naive": [config.topic_of(s) for s in config.sources]}
+    every = config.input_topics(config.source_names)
     if config.pipeline.layout == "single":
-        return {SINGLE: sources}
-    stages = {ALL_SOURCES: sources} | {
-        f"indexer-{s.name}": [config.topic_of(s)] for s in config.sources
+        return {SINGLE: every}
+    stages = {ALL_SOURCES: every} | {
+        f"indexer-{name}": config.input_topics([name]) for name in config.source_names
     }
     stages["counter"] = [config.acks_topic]
     if config.pipeline.enrich_in == "enricher":

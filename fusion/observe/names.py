@@ -63,6 +63,13 @@ ENRICHER_ES_REQUESTS = "enricher.es_requests"  # lookups: GETs or _mgets
 ENRICHER_DOCS_FETCHED = "enricher.docs_fetched"
 ENRICHER_DLQ = "enricher.dlq"
 
+# Dimensions' fan-outs (docs/dimensions.md): requests read (new or continued), slot acks
+# published for the keys found, fan-outs finished, and malformed requests.
+FANOUT_REQUESTS = "fanout.requests"
+FANOUT_KEYS = "fanout.keys"
+FANOUT_DONE = "fanout.done"
+FANOUT_DLQ = "fanout.dlq"
+
 # The naive baseline (the benchmark's).
 NAIVE_BULK_REQUESTS = "naive.bulk_requests"
 NAIVE_ES_REQUESTS = "naive.es_requests"

@@ -1,0 +1,59 @@
+"""A fan-out request: "this dimension row changed; every key that names it gets a slot ack".
+
+A dimension's indexer task puts one on ``<pipeline>.fanout`` for each row it
+wrote (docs/dimensions.md). The indexer works it a page per micro-batch: the
+keys whose documents name the row (a ``term`` query on ``fusion.refs.<dimension>``,
+sorted by the key), one slot ack each, and, while pages remain, the request
+again with ``after`` set to the page's last sort value. Kafka key:
+``<dimension>/<id>``, so one row's requests stay in order. Value: UTF-8 JSON::
+
+    {"dimension": "brand", "id": "17", "version": 42, "digest": "9f2c4e1a0b7d3e55",
+     "requested_at": "2026-11-21T10:00:00.123456Z", "after": null, "keys": 0}
+
+``digest`` is null for a deleted row; ``keys``: how many slot acks earlier
+pages of this request published.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+
+from acks.errors import AckError
+from fusion.core.events import iso_utc
+
+
+class FanoutRequest(BaseModel):
+    """A changed dimension row, and how far its fan-out got."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dimension: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+    version: int = Field(ge=1)
+    digest: str | None
+    requested_at: datetime
+    after: list[Any] | None = None
+    keys: int = Field(default=0, ge=0)
+
+    @property
+    def kafka_key(self) -> str:
+        return f"{self.dimension}/{self.id}"
+
+    @field_serializer("requested_at")
+    def _utc(self, value: datetime) -> str:
+        return iso_utc(value)
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_bytes(cls, value: bytes | None) -> FanoutRequest:
+        try:
+            return cls.model_validate_json(value or b"")
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "value"
+            raise AckError(f"fan-out request: {where}: {first['msg']}") from None

@@ -1,0 +1,130 @@
+"""The slot acks of records that name dimension rows (docs/dimensions.md).
+
+After the indexer's bulk write of a source's documents (``refresh=wait_for``:
+they are searchable), the rows they name are looked up, in one ``_mget`` over
+the dimensions' indexes for the distinct ids of the task, and each document
+gets one slot ack per dimension it references: "key K's item, at version vi,
+names brand 17, whose row is at version vb" (or is not there). Writing before
+reading is what makes a row written at the same time safe: if this lookup
+misses brand 17, brand 17 became searchable after the item did, and its
+fan-out's search finds the item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from acks.contract import Ack
+from fusion.core.config import PipelineConfig
+from fusion.core.config_dimensions import Reference
+from fusion.elastic.bulk import Confirmed
+from fusion.elastic.retry import RetryPolicy, call_with_retries, mget_docs
+from fusion.observe.metrics import Metrics
+from indexers.records import SourceRecord, content_digest, is_tombstone
+
+RowId = tuple[str, str]  # dimension, id
+
+
+@dataclass(frozen=True)
+class Row:
+    """A dimension row as Elasticsearch holds it: ``digest`` None for a deleted row's
+    tombstone (its version still orders it)."""
+
+    version: int
+    digest: str | None
+    seq_no: int = 0
+    primary_term: int = 1
+
+
+def wanted_rows(records: Iterable[SourceRecord]) -> list[RowId]:
+    """The distinct rows the records name, in a stable order."""
+    return sorted({(dim, ref) for record in records for dim, ref in record.refs.items()})
+
+
+def lookup_rows(
+    es: Elasticsearch,
+    config: PipelineConfig,
+    wanted: Sequence[RowId],
+    retry: RetryPolicy,
+    metrics: Metrics,
+) -> dict[RowId, Row]:
+    """The rows of ``wanted`` that Elasticsearch has (a tombstone too), in one ``_mget``."""
+    if not wanted:
+        return {}
+    docs = [{"_index": config.index_of(config.source(d)), "_id": ref} for d, ref in wanted]
+
+    def call() -> list[dict[str, Any]]:
+        return mget_docs(es.mget(docs=docs))
+
+    hits = call_with_retries(call, "_mget of dimension rows", retry, metrics)
+    return {
+        row_id: row_of(hit) for row_id, hit in zip(wanted, hits, strict=True) if hit.get("found")
+    }
+
+
+def row_of(hit: Mapping[str, Any]) -> Row:
+    source = hit["_source"]
+    digest = None if is_tombstone(source) else content_digest(source)
+    return Row(hit["_version"], digest, hit.get("_seq_no", 0), hit.get("_primary_term", 1))
+
+
+def slot_acks(
+    config: PipelineConfig,
+    references: Sequence[Reference],
+    confirmed: Iterable[Confirmed[SourceRecord]],
+    rows: Mapping[RowId, Row],
+    acked_at: datetime,
+) -> list[Ack]:
+    """One slot ack per confirmed document and dimension it references."""
+    return [
+        slot_ack(config, reference.dimension, item, rows, acked_at)
+        for item in confirmed
+        for reference in references
+    ]
+
+
+def slot_ack(
+    config: PipelineConfig,
+    dimension: str,
+    item: Confirmed[SourceRecord],
+    rows: Mapping[RowId, Row],
+    acked_at: datetime,
+) -> Ack:
+    """Key K's slot of ``dimension`` after its referrer's write: the row it names, if there.
+
+    A deleted referrer names nothing: its slots go with it.
+    """
+    record = item.record
+    ref = None if record.deleted else record.refs.get(dimension)
+    row = rows.get((dimension, ref)) if ref is not None else None
+    digest = slot_digest(ref, row.digest) if ref and row and row.digest else None
+    topic, partition, offset = record.where
+    return Ack(
+        key=record.key,
+        source=dimension,
+        index=config.index_of(config.source(dimension)),
+        doc_id=ref or record.key,
+        seq_no=row.seq_no if row else 0,
+        primary_term=row.primary_term if row else 1,
+        version=item.version,
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        acked_at=acked_at,
+        digest=digest,
+        deleted=digest is None,
+        ref=ref,
+        ref_version=row.version if row else 0,
+    )
+
+
+def slot_digest(ref: str, row_digest: str) -> str:
+    """A slot's content: the row's, and which row it is (a move to a row of the same content
+    is still a change of the enriched document's ``fusion`` block)."""
+    return hashlib.sha256(f"{ref}\x00{row_digest}".encode()).hexdigest()[:16]

@@ -1,0 +1,162 @@
+"""The fan-out's executor task: a page of keys per changed dimension row (docs/dimensions.md).
+
+A dimension's indexer task asks for a fan-out of each row it wrote
+(:func:`requests_for`). A task of the fan-out topic's partition then, for each
+row asked for (the newest request of a row in the batch wins):
+
+1. searches the referrer's index for the documents that name the row (a
+   ``term`` query on ``fusion.refs.<dimension>``, sorted by key, after the
+   request's cursor), ``fanout_page`` of them;
+2. gives each key a slot ack: the item's version, the row's id, version and
+   digest (a deleted row: the slot is empty);
+3. if the page was full, asks again with the page's last sort value.
+
+The slot acks, the request that continues and the dead letters go out in the
+task's one Kafka transaction, with its batch marker: a crash resumes at the
+last committed page, and a page done twice changes nothing (its acks are not
+newer than what the counter has).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from acks.contract import Ack
+from acks.errors import AckError
+from acks.fanout import FanoutRequest
+from acks.kafka import ack_records
+from fusion.core.config import STORED_REFS, PipelineConfig
+from fusion.core.events import DeadLetter, dead_letter_records, now_utc
+from fusion.elastic.bulk import Confirmed
+from fusion.elastic.retry import RetryPolicy, call_with_retries
+from fusion.observe import names
+from fusion.observe.metrics import Metrics
+from fusion.spark.tasks import Job
+from indexers.dimensions import slot_digest
+from indexers.records import RawRecord, SourceRecord
+
+
+def requests_for(
+    dimension: str, confirmed: Iterable[Confirmed[SourceRecord]], at: datetime
+) -> list[FanoutRequest]:
+    """One fan-out request per dimension row written (a deleted one's too)."""
+    return [
+        FanoutRequest(
+            dimension=dimension,
+            id=item.record.key,
+            version=item.version,
+            digest=None if item.record.deleted else item.record.digest,
+            requested_at=at,
+        )
+        for item in confirmed
+    ]
+
+
+Where = tuple[str, int, int]  # the request's topic, partition, offset
+
+
+def newest_per_row(
+    requests: Iterable[tuple[FanoutRequest, Where]],
+) -> list[tuple[FanoutRequest, Where]]:
+    """A row's newest request (a newer row version starts over, which covers every key);
+    for one version, the one that got furthest."""
+    newest: dict[tuple[str, str], tuple[FanoutRequest, Where]] = {}
+    for request, where in requests:
+        row = (request.dimension, request.id)
+        before = newest.get(row)
+        if before is None or (request.version, request.keys) > (before[0].version, before[0].keys):
+            newest[row] = (request, where)
+    return list(newest.values())
+
+
+def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int], list[Ack]]:
+    """A fan-out partition's records: its output records, counts and slot acks (last)."""
+    config = job.config
+    requests: list[tuple[FanoutRequest, Where]] = []
+    dead: list[DeadLetter] = []
+    for raw in raws:
+        try:
+            requests.append((FanoutRequest.from_bytes(raw.value), raw.where))
+        except AckError as exc:
+            dead.append(DeadLetter.of(str(exc), "indexer", None, raw.where, raw.value, None))
+    metrics = Metrics()
+    acks: list[Ack] = []
+    again: list[FanoutRequest] = []
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    for request, where in newest_per_row(requests):
+        page, after = search_page(job.elasticsearch(), config, request, where, retry, metrics)
+        acks += page
+        if after is not None:
+            keys = request.keys + len(page)
+            again.append(request.model_copy(update={"after": after, "keys": keys}))
+    out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
+    out += [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in again]
+    out += ack_records(config.acks_topic, acks)
+    counts = {
+        names.FANOUT_REQUESTS: len(raws),
+        names.FANOUT_KEYS: len(acks),
+        names.FANOUT_DONE: len(newest_per_row(requests)) - len(again),
+        names.FANOUT_DLQ: len(dead),
+        names.ES_RETRIES: metrics.get(names.ES_RETRIES),
+    }
+    return out, counts, acks
+
+
+def search_page(
+    es: Elasticsearch,
+    config: PipelineConfig,
+    request: FanoutRequest,
+    where: Where,
+    retry: RetryPolicy,
+    metrics: Metrics,
+) -> tuple[list[Ack], list[Any] | None]:
+    """The slot acks of one page of the keys naming the row, and the cursor of the next page
+    (None: this was the last)."""
+    reference = next(r for r in config.references if r.dimension == request.dimension)
+    referrer = config.source(reference.referrer)
+    index, size = config.index_of(referrer), config.pipeline.fanout_page
+    sort = [{config.sort_field(referrer): "asc"}]
+    query = {"term": {f"{STORED_REFS}.{request.dimension}": request.id}}
+
+    def call() -> dict[str, Any]:
+        return dict(
+            es.search(
+                index=index, query=query, sort=sort, search_after=request.after, size=size,
+                version=True, source=False, track_total_hits=False,
+            )
+        )  # fmt: skip
+
+    hits: Sequence[dict[str, Any]] = call_with_retries(
+        call, f"fan-out search of {index}", retry, metrics
+    )["hits"]["hits"]
+    at = now_utc()
+    acks = [_slot(config, request, hit, where, at) for hit in hits]
+    return acks, (hits[-1]["sort"] if len(hits) == size else None)
+
+
+def _slot(
+    config: PipelineConfig, request: FanoutRequest, hit: dict[str, Any], where: Where, at: datetime
+) -> Ack:
+    """Key ``hit``'s slot: its item, at the version found, names the requested row."""
+    digest = slot_digest(request.id, request.digest) if request.digest else None
+    return Ack(
+        key=hit["_id"],
+        source=request.dimension,
+        index=config.index_of(config.source(request.dimension)),
+        doc_id=request.id,
+        seq_no=0,
+        primary_term=1,
+        version=hit["_version"],
+        topic=where[0],
+        partition=where[1],
+        offset=where[2],
+        acked_at=at,
+        digest=digest,
+        deleted=digest is None,
+        ref=request.id,
+        ref_version=request.version,
+    )

@@ -1,0 +1,102 @@
+"""Slot acks and fan-out requests, built from what the indexer wrote and found (pure)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from acks.fanout import FanoutRequest
+from fusion.core.config import PipelineConfig
+from fusion.elastic.bulk import Confirmed
+from fusion.enricher.document import FoundDoc
+from fusion.enricher.lookups import _place, _wanted
+from indexers.dimensions import Row, slot_acks, slot_digest, wanted_rows
+from indexers.fanout import newest_per_row, requests_for
+from indexers.records import RawRecord, SourceRecord, parse
+from indexers.task import named
+from tests.unit.core.test_config_dimensions import ITEMS, _load
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _config(tmp_path: Path) -> PipelineConfig:
+    return _load(tmp_path, ITEMS)
+
+
+def _item(config: PipelineConfig, offset: int, row: dict[str, object]) -> SourceRecord:
+    value = json.dumps({"op": "c", "before": None, "after": row}).encode()
+    parsed = parse(RawRecord(value, "items", 0, offset), "item", "id", 10_000, "debezium")
+    assert isinstance(parsed, SourceRecord)
+    return named(parsed, config.references_from("item"))
+
+
+def _confirmed(record: SourceRecord) -> Confirmed[SourceRecord]:
+    return Confirmed(record, "catalog-item", 1, 1, record.version)
+
+
+def test_an_item_keeps_the_ids_it_names_and_gets_a_slot_ack_per_dimension(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    item = _item(config, 9, {"id": 7, "brand_id": 17, "tax_status_id": None})
+    assert item.refs == {"brand": "17"}
+    assert b'"fusion":{"refs":{"brand":"17"}}' in item.source
+    assert wanted_rows([item]) == [("brand", "17")]
+
+    rows = {("brand", "17"): Row(42, "d42", 5, 1)}
+    brand, tax = slot_acks(config, config.references_from("item"), [_confirmed(item)], rows, AT)
+
+    assert (brand.key, brand.source, brand.version) == ("7", "brand", 10)
+    assert (brand.ref, brand.ref_version, brand.deleted) == ("17", 42, False)
+    assert brand.digest == slot_digest("17", "d42") and brand.digest != slot_digest("18", "d42")
+    # The tax status it names none of: an empty slot, which the key waits for if required.
+    assert (tax.ref, tax.ref_version, tax.deleted, tax.digest) == (None, 0, True, None)
+
+
+def test_a_row_not_there_or_deleted_is_an_empty_slot_with_its_id(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    item = _item(config, 9, {"id": 7, "brand_id": "17"})
+    refs = config.references_from("item")[:1]
+    (missing,) = slot_acks(config, refs, [_confirmed(item)], {}, AT)
+    assert (missing.ref, missing.ref_version, missing.deleted) == ("17", 0, True)
+    tombstone = {("brand", "17"): Row(50, None)}
+    (gone,) = slot_acks(config, refs, [_confirmed(item)], tombstone, AT)
+    assert (gone.ref, gone.ref_version, gone.deleted) == ("17", 50, True)
+
+
+def test_a_rows_newest_request_wins_and_a_continued_one_beats_its_start() -> None:
+    where = ("catalog.fanout", 0, 1)
+    first = FanoutRequest(dimension="brand", id="17", version=5, digest="a", requested_at=AT)
+    further = first.model_copy(update={"after": ["k9"], "keys": 10})
+    newer = first.model_copy(update={"version": 8, "digest": "b"})
+    other = first.model_copy(update={"id": "18"})
+    picked = newest_per_row([(first, where), (further, where), (other, where)])
+    assert [r for r, _ in picked] == [further, other]
+    assert [r for r, _ in newest_per_row([(further, where), (newer, where)])] == [newer]
+    assert FanoutRequest.from_bytes(further.to_bytes()) == further
+
+
+def test_a_written_row_asks_for_its_fan_out(tmp_path: Path) -> None:
+    parsed = parse(RawRecord(b'{"id": "17", "name": "ACME"}', "brands", 0, 3), "brand", "id", 99)
+    assert isinstance(parsed, SourceRecord)
+    (request,) = requests_for("brand", [_confirmed(parsed)], AT)
+    assert (request.dimension, request.id, request.version) == ("brand", "17", 4)
+    assert request.digest == parsed.digest and request.after is None
+    assert request.kafka_key == "brand/17"
+
+
+def test_the_enricher_fetches_each_named_row_once_and_gives_it_to_every_key(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path)
+    rows = {"7": {"brand": "17"}, "8": {"brand": "17"}, "9": {}}
+    wanted = _wanted(config, ["7", "8", "9"], rows)
+    assert [(i, s.name) for i, s in wanted if s.dimension] == [("17", "brand")]
+    assert len(wanted) == 3 * 2 + 1  # each key's item and inventory, brand 17 once
+    fetched = {
+        "7": {"item": FoundDoc({"id": 7}, 10)},
+        "17": {"brand": FoundDoc({"name": "ACME"}, 42), "item": FoundDoc({"id": 17}, 3)},
+    }
+    found = _place(config, ["7", "8", "17"], rows | {"17": {}}, fetched)
+    assert found["7"]["brand"].source == {"name": "ACME"} and found["8"]["brand"].version == 42
+    assert "brand" not in found["17"], "a row is no part of a key of the same text"
+    assert found["17"]["item"].version == 3
