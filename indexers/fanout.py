@@ -98,6 +98,7 @@ def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int],
     out += ack_records(config.acks_topic, acks)
     counts = {
         names.FANOUT_REQUESTS: len(raws),
+        names.FANOUT_CONTINUED: len(again),
         names.FANOUT_KEYS: len(acks),
         names.FANOUT_DONE: len(newest_per_row(requests)) - len(again),
         names.FANOUT_DLQ: len(dead),

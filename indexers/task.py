@@ -127,6 +127,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         # that name it, by a fan-out (indexers/fanout.py), not to the counter.
         requests = requests_for(source, written.confirmed, now_utc())
         out += [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in requests]
+        retries.add(names.FANOUT_ASKED, len(requests))
         acks = []
     out += ack_records(config.acks_topic, acks)
     counts = {
@@ -141,6 +142,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
             item.record.deleted for item in written.confirmed
         ),
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
+        names.FANOUT_ASKED: retries.get(names.FANOUT_ASKED),
     }
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
 

@@ -100,6 +100,21 @@ class Figures:
         return self._get(names.COUNTER_UPDATED)
 
     @property
+    def fanout_keys(self) -> int:
+        """Slot acks the dimensions' fan-outs published: keys told of a row's change."""
+        return self._get(names.FANOUT_KEYS)
+
+    @property
+    def fanouts_pending(self) -> int:
+        """Fan-out requests on the fan-out topic not worked yet: asked or continued, not read."""
+        made = self._get(names.FANOUT_ASKED) + self._get(names.FANOUT_CONTINUED)
+        return max(0, made - self._get(names.FANOUT_REQUESTS))
+
+    @property
+    def fanouts_done(self) -> int:
+        return self._get(names.FANOUT_DONE)
+
+    @property
     def counter_dead_letters(self) -> int:
         return self._get(names.COUNTER_DLQ)
 
@@ -227,6 +242,9 @@ class Figures:
                 parts.append(f"{name} {count:,}")
         if self.lost:
             parts.append(f"lost {self.lost:,}")
+        if self.fanout_keys or self.fanouts_pending:
+            parts.append(f"fan-outs pending {self.fanouts_pending:,}")
+            parts.append(f"keys told {self.fanout_keys:,}")
         parts += [
             f"enriched {self.enriched:,}",
             f"dlq {self.dead_letters:,}",

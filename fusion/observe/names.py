@@ -63,8 +63,11 @@ ENRICHER_ES_REQUESTS = "enricher.es_requests"  # lookups: GETs or _mgets
 ENRICHER_DOCS_FETCHED = "enricher.docs_fetched"
 ENRICHER_DLQ = "enricher.dlq"
 
-# Dimensions' fan-outs (docs/dimensions.md): requests read (new or continued), slot acks
-# published for the keys found, fan-outs finished, and malformed requests.
+# Dimensions' fan-outs (docs/dimensions.md): requests asked (a dimension row written) and
+# continued (a page done, more to go), requests read, slot acks published for the keys
+# found, fan-outs finished, malformed requests. Pending: asked + continued - read.
+FANOUT_ASKED = "fanout.asked"
+FANOUT_CONTINUED = "fanout.continued"
 FANOUT_REQUESTS = "fanout.requests"
 FANOUT_KEYS = "fanout.keys"
 FANOUT_DONE = "fanout.done"

@@ -33,6 +33,7 @@ from fusion.core.errors import ConfigError
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import ES_ALERT, ES_BACKPRESSURE_ALERT, KAFKA_ALERT
+from fusion.ops.stage_metrics import stage_families
 
 LAG_MAX_AGE = 5.0  # seconds a consumer-lag reading is served before it is read again
 
@@ -51,9 +52,7 @@ def families(
     """
     figures = Figures(counts)
     found = [
-        *_indexers(config, figures),
-        *_counter(figures),
-        *_enricher(figures),
+        *stage_families(config, figures),
         _per_query(
             _dead_letter_stages(config, queries),
             figures.query_dead_letters,
@@ -110,64 +109,6 @@ def families(
         ),
     ]
     return [*found, lag_family, up, *pressure]
-
-
-def _indexers(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:
-    for what, name, help in (
-        ("records", "fusion_source_records", "Source records the indexer read"),
-        ("indexed", "fusion_indexed_documents", "Documents Elasticsearch confirmed"),
-        ("acks", "fusion_acks", "Acks published for confirmed documents"),
-    ):
-        family = CounterMetricFamily(name, help, labels=["source"])
-        for source in config.source_names:
-            family.add_metric([source], getattr(figures.source(source), what))
-        yield family
-    lost = CounterMetricFamily(
-        "fusion_source_records_lost",
-        "Source records deleted from their topic before the indexer read them",
-        labels=["source", "partition"],
-    )
-    for source in config.source_names:
-        for partition, count in sorted(figures.source(source).lost_by_partition.items()):
-            lost.add_metric([source, str(partition)], count)
-    yield lost
-
-
-def _counter(figures: Figures) -> Iterator[Metric]:
-    for event, value, help in (
-        ("fired", figures.fired, "Keys whose every required source became searchable (once each)"),
-        ("incomplete", figures.incomplete, "Keys whose deadline passed, a source missing"),
-        ("updated", figures.updated, "Source changes to keys that had already fired"),
-    ):
-        yield CounterMetricFamily(f"fusion_counter_{event}_keys", help, value=value)
-    yield GaugeMetricFamily(
-        "fusion_counter_pending_keys",
-        "Keys seen in this run that neither fired nor expired yet",
-        value=figures.pending_keys,
-    )
-    yield GaugeMetricFamily(
-        "fusion_counter_state_keys",
-        "Keys in the counter's state after its last batch",
-        value=figures.state_keys,
-    )
-
-
-def _enricher(figures: Figures) -> Iterator[Metric]:
-    yield CounterMetricFamily(
-        "fusion_ready_events",
-        "Ready, update and incomplete events the enricher read",
-        value=figures.ready,
-    )
-    enriched = CounterMetricFamily(
-        "fusion_enriched_documents",
-        "Enriched documents Elasticsearch confirmed, by why they were written",
-        labels=["kind"],
-    )
-    updated, partial = figures.enriched_updates, figures.enriched_partial
-    first = figures.enriched - updated - partial
-    for kind, value in (("complete", first), ("update", updated), ("partial", partial)):
-        enriched.add_metric([kind], value)
-    yield enriched
 
 
 def _es_requests(config: PipelineConfig, queries: list[str], figures: Figures) -> Metric:

@@ -86,6 +86,8 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "fired": figures.fired,
             "incomplete": figures.incomplete,
             "updated": figures.updated,
+            "fanouts_pending": figures.fanouts_pending,
+            "fanout_keys": figures.fanout_keys,
             "dlq": figures.counter_dead_letters,
             # In the single layout one query counts (and indexes, and enriches).
             "lag": inputs.lag.get(config.counter_query),
@@ -137,6 +139,11 @@ def render(status: Mapping[str, Any]) -> str:
         f"updated {c['updated']:,}  dlq {c['dlq']:,}  lag {lag(c['lag'])}"
     )
     lines.append(f"            pending keys {c['pending_keys']:,}, missing: {missing}")
+    if c.get("fanout_keys") or c.get("fanouts_pending"):
+        lines.append(
+            f"            fan-outs pending {c['fanouts_pending']:,}, "
+            f"keys told of a dimension row's change {c['fanout_keys']:,}"
+        )
     e = status["enricher"]
     p50, p99 = e["latency_p50_seconds"], e["latency_p99_seconds"]
     latency = f"{p50:.2f} s / {p99:.2f} s" if p50 is not None and p99 is not None else "-"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fusion.observe import names
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 
@@ -92,3 +93,13 @@ def test_the_counters_state_is_read_from_whichever_query_keeps_it() -> None:
     # The single query keeps the counter's state in the default layout; stages, the counter.
     assert Figures({names.state_rows("single"): 12}).state_keys == 12
     assert Figures({names.state_rows("counter"): 7}).state_keys == 7
+
+
+def test_fan_outs_pending_are_those_asked_or_continued_and_not_read() -> None:
+    figures = Figures(
+        {names.FANOUT_ASKED: 3, names.FANOUT_CONTINUED: 4, names.FANOUT_REQUESTS: 5,
+         names.FANOUT_KEYS: 20_000}
+    )  # fmt: skip
+    assert figures.fanouts_pending == 2 and figures.fanout_keys == 20_000
+    assert "fan-outs pending 2  keys told 20,000" in figures.status_line({})
+    assert "fan-outs" not in Figures({}).status_line({})

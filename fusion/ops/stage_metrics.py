@@ -1,0 +1,85 @@
+"""The stages' Prometheus families (:mod:`fusion.ops.prometheus` serves them): each source's
+indexer, the counter (and the dimensions' fan-outs it is told by), the enricher."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from fusion.core.config import PipelineConfig
+from fusion.observe.figures import Figures
+
+
+def stage_families(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:
+    yield from _indexers(config, figures)
+    yield from _counter(figures)
+    yield from _enricher(figures)
+
+
+def _indexers(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:
+    for what, name, help in (
+        ("records", "fusion_source_records", "Source records the indexer read"),
+        ("indexed", "fusion_indexed_documents", "Documents Elasticsearch confirmed"),
+        ("acks", "fusion_acks", "Acks published for confirmed documents"),
+    ):
+        family = CounterMetricFamily(name, help, labels=["source"])
+        for source in config.source_names:
+            family.add_metric([source], getattr(figures.source(source), what))
+        yield family
+    lost = CounterMetricFamily(
+        "fusion_source_records_lost",
+        "Source records deleted from their topic before the indexer read them",
+        labels=["source", "partition"],
+    )
+    for source in config.source_names:
+        for partition, count in sorted(figures.source(source).lost_by_partition.items()):
+            lost.add_metric([source, str(partition)], count)
+    yield lost
+
+
+def _counter(figures: Figures) -> Iterator[Metric]:
+    for event, value, help in (
+        ("fired", figures.fired, "Keys whose every required source became searchable (once each)"),
+        ("incomplete", figures.incomplete, "Keys whose deadline passed, a source missing"),
+        ("updated", figures.updated, "Source changes to keys that had already fired"),
+    ):
+        yield CounterMetricFamily(f"fusion_counter_{event}_keys", help, value=value)
+    yield GaugeMetricFamily(
+        "fusion_counter_pending_keys",
+        "Keys seen in this run that neither fired nor expired yet",
+        value=figures.pending_keys,
+    )
+    yield GaugeMetricFamily(
+        "fusion_fanout_pending_records",
+        "Dimension rows' fan-outs asked or continued and not worked yet",
+        value=figures.fanouts_pending,
+    )
+    yield CounterMetricFamily(
+        "fusion_fanout_keys",
+        "Keys a dimension row's fan-out told of the row's change (slot acks)",
+        value=figures.fanout_keys,
+    )
+    yield GaugeMetricFamily(
+        "fusion_counter_state_keys",
+        "Keys in the counter's state after its last batch",
+        value=figures.state_keys,
+    )
+
+
+def _enricher(figures: Figures) -> Iterator[Metric]:
+    yield CounterMetricFamily(
+        "fusion_ready_events",
+        "Ready, update and incomplete events the enricher read",
+        value=figures.ready,
+    )
+    enriched = CounterMetricFamily(
+        "fusion_enriched_documents",
+        "Enriched documents Elasticsearch confirmed, by why they were written",
+        labels=["kind"],
+    )
+    updated, partial = figures.enriched_updates, figures.enriched_partial
+    first = figures.enriched - updated - partial
+    for kind, value in (("complete", first), ("update", updated), ("partial", partial)):
+        enriched.add_metric([kind], value)
+    yield enriched
