@@ -103,6 +103,13 @@ def reconcile(
     spark: SparkSession, config: PipelineConfig, progress: Progress | None = None
 ) -> Report:
     """Plan (or resume) a run, scan and enrich its slices on the executors; the counts."""
+    if config.dimensions:
+        raise ConfigError(
+            "fusion reconcile",
+            "",
+            f"pipeline {config.name!r} has dimensions ({', '.join(config.dimensions)}), whose "
+            "rows reconcile does not look up yet (docs/dimensions.md)",
+        )
     if not config.required_sources:
         raise ConfigError(
             "fusion reconcile",
