@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
-from fusion.core.events import DeadLetter, dead_letter_records
+from fusion.core.events import DeadLetter, RefPart, dead_letter_records
 from fusion.counter import clock
 from fusion.counter.rows import OUTPUT_COLUMNS
 from fusion.elastic.retry import RetryPolicy
@@ -127,4 +127,5 @@ def inline_event(kind: str, key: str, value: bytes, where: Where) -> Wanted:
     """What the enrichment needs of an event the counter decided just now."""
     data = json.loads(value)
     fired_at = data["expired_at"] if kind == "incomplete" else data["fired_at"]
-    return Wanted(key, kind, fired_at, where, value, tuple(data.get("deleted") or ()))
+    refs = {name: RefPart(**ref) for name, ref in (data.get("refs") or {}).items()}
+    return Wanted(key, kind, fired_at, where, value, tuple(data.get("deleted") or ()), refs)

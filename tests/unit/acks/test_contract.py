@@ -10,7 +10,8 @@ from acks.errors import AckError
 
 FIELDS = {
     "key", "source", "index", "doc_id", "seq_no", "primary_term", "version",
-    "topic", "partition", "offset", "acked_at", "digest", "deleted", "ref", "ref_version"}  # fmt: skip
+    "topic", "partition", "offset", "acked_at", "digest", "deleted",
+    "ref", "ref_version"}  # fmt: skip
 
 
 def _ack(**changes: object) -> Ack:
