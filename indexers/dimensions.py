@@ -21,7 +21,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from acks.contract import Ack
-from fusion.core.config import PipelineConfig
+from fusion.core.config import RESERVED_FIELD, PipelineConfig
 from fusion.core.config_dimensions import Reference
 from fusion.elastic.bulk import Confirmed
 from fusion.elastic.retry import RetryPolicy, call_with_retries, mget_docs
@@ -70,8 +70,19 @@ def lookup_rows(
 
 def row_of(hit: Mapping[str, Any]) -> Row:
     source = hit["_source"]
-    digest = None if is_tombstone(source) else content_digest(source)
+    digest = None if is_tombstone(source) else content_digest(record_content(source))
     return Row(hit["_version"], digest, hit.get("_seq_no", 0), hit.get("_primary_term", 1))
+
+
+def record_content(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored document as its record was (the digest the indexer gave it): without the key
+    and references Fusion kept in it."""
+    own = stored.get(RESERVED_FIELD)
+    if not isinstance(own, dict) or not {"key", "refs"} & set(own):
+        return dict(stored)
+    kept = {k: v for k, v in own.items() if k not in ("key", "refs")}
+    rest = {k: v for k, v in stored.items() if k != RESERVED_FIELD}
+    return rest | ({RESERVED_FIELD: kept} if kept else {})
 
 
 def slot_acks(

@@ -36,7 +36,7 @@ from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job
-from indexers.dimensions import slot_digest
+from indexers.dimensions import Row, slot_digest
 from indexers.records import RawRecord, SourceRecord
 
 
@@ -57,6 +57,21 @@ def requests_for(
 
 
 Where = tuple[str, int, int]  # the request's topic, partition, offset
+
+
+def worth_a_fanout(item: Confirmed[SourceRecord], before: Row | None) -> bool:
+    """Whether a dimension row's write changed what the keys naming it hold.
+
+    Not when the row was there with the same content (a record sent again), or
+    was already deleted and is deleted again. A row found at this write's own
+    version or a newer one is this write replayed: its request may not have gone
+    out, so it goes (the counter drops what it had already).
+    """
+    if before is None or before.version >= item.version:
+        return True
+    if item.record.deleted:
+        return before.digest is not None
+    return before.digest != item.record.digest
 
 
 def newest_per_row(

@@ -33,8 +33,8 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
-from indexers.dimensions import lookup_rows, slot_acks, wanted_rows
-from indexers.fanout import fan_out, requests_for
+from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
+from indexers.fanout import fan_out, requests_for, worth_a_fanout
 from indexers.records import (
     RawRecord,
     SourceRecord,
@@ -109,10 +109,13 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         config.index_of(config.source(source)), "indexer", source, config.pipeline.bulk_chunk
     )
     retries = Metrics()
+    latest = latest_per_key(records)
+    # A dimension's rows as they were: a row written again unchanged needs no fan-out.
+    before = _rows_before(job, source, latest, retries) if spec.dimension else {}
     written = write_documents(
         job.elasticsearch(),
         target,
-        latest_per_key(records),
+        latest,
         RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds),
         retries,
     )
@@ -125,9 +128,11 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     if spec.dimension:
         # A row keyed by its own id is no part of a key: its change goes to the keys
         # that name it, by a fan-out (indexers/fanout.py), not to the counter.
-        requests = requests_for(source, written.confirmed, now_utc())
+        changed = [i for i in written.confirmed if worth_a_fanout(i, before.get(i.record.key))]
+        requests = requests_for(source, changed, now_utc())
         out += [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in requests]
         retries.add(names.FANOUT_ASKED, len(requests))
+        retries.add(names.FANOUT_UNCHANGED, len(written.confirmed) - len(changed))
         acks = []
     out += ack_records(config.acks_topic, acks)
     counts = {
@@ -143,8 +148,19 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         ),
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
         names.FANOUT_ASKED: retries.get(names.FANOUT_ASKED),
+        names.FANOUT_UNCHANGED: retries.get(names.FANOUT_UNCHANGED),
     }
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
+
+
+def _rows_before(
+    job: Job, source: str, records: list[SourceRecord], metrics: Metrics
+) -> dict[str, Row]:
+    """The dimension rows ``records`` are about to overwrite, by id (those there)."""
+    retry = RetryPolicy(budget_seconds=job.config.pipeline.retry_budget_seconds)
+    wanted = [(source, record.key) for record in records]
+    found = lookup_rows(job.elasticsearch(), job.config, wanted, retry, metrics)
+    return {ref: row for (_, ref), row in found.items()}
 
 
 def named(record: SourceRecord, references: Sequence[Reference]) -> SourceRecord:

@@ -67,6 +67,7 @@ ENRICHER_DLQ = "enricher.dlq"
 # continued (a page done, more to go), requests read, slot acks published for the keys
 # found, fan-outs finished, malformed requests. Pending: asked + continued - read.
 FANOUT_ASKED = "fanout.asked"
+FANOUT_UNCHANGED = "fanout.unchanged"  # rows written again as they were: no fan-out
 FANOUT_CONTINUED = "fanout.continued"
 FANOUT_REQUESTS = "fanout.requests"
 FANOUT_KEYS = "fanout.keys"

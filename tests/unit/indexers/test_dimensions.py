@@ -11,8 +11,8 @@ from fusion.core.config import PipelineConfig
 from fusion.elastic.bulk import Confirmed
 from fusion.enricher.document import FoundDoc
 from fusion.enricher.lookups import _place, _wanted
-from indexers.dimensions import Row, slot_acks, slot_digest, wanted_rows
-from indexers.fanout import newest_per_row, requests_for
+from indexers.dimensions import Row, record_content, slot_acks, slot_digest, wanted_rows
+from indexers.fanout import newest_per_row, requests_for, worth_a_fanout
 from indexers.records import RawRecord, SourceRecord, parse
 from indexers.task import named
 from tests.unit.core.test_config_dimensions import ITEMS, _load
@@ -100,3 +100,24 @@ def test_the_enricher_fetches_each_named_row_once_and_gives_it_to_every_key(
     assert found["7"]["brand"].source == {"name": "ACME"} and found["8"]["brand"].version == 42
     assert "brand" not in found["17"], "a row is no part of a key of the same text"
     assert found["17"]["item"].version == 3
+
+
+def test_a_row_written_again_unchanged_asks_for_no_fan_out() -> None:
+    parsed = parse(RawRecord(b'{"id": "17", "name": "ACME"}', "brands", 0, 9), "brand", "id", 99)
+    assert isinstance(parsed, SourceRecord)
+    item = _confirmed(parsed)  # version 10
+    same, other = Row(4, parsed.digest), Row(4, "another")
+    assert worth_a_fanout(item, None)  # a first write
+    assert not worth_a_fanout(item, same)  # sent again as it was
+    assert worth_a_fanout(item, other) and worth_a_fanout(item, Row(4, None))  # changed, back
+    assert worth_a_fanout(item, Row(10, parsed.digest))  # this write replayed: ask again
+    gone = _confirmed(SourceRecord("17", {}, "brands", 0, 11, b"", None, deleted=True))
+    assert worth_a_fanout(gone, same) and not worth_a_fanout(gone, Row(4, None))
+
+
+def test_a_stored_row_has_its_records_digest_without_what_fusion_kept_in_it() -> None:
+    stored = {"name": "ACME", "fusion": {"key": "17", "refs": {"company": "3"}}}
+    assert record_content(stored) == {"name": "ACME"}
+    own = {"name": "ACME", "fusion": {"note": 1, "key": "17"}}
+    assert record_content(own) == {"name": "ACME", "fusion": {"note": 1}}
+    assert record_content({"a": 1}) == {"a": 1}
