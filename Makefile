@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 
-.PHONY: help install provision test test-es9 test-compose test-containers unit integration lint demo bench bench-scale bench-sustain bench-formats bench-soak bench-memory infra-up infra-down infra-status clean
+.PHONY: help install provision test test-es9 test-compose test-containers unit integration lint demo bench bench-scale bench-sustain bench-formats bench-fanout bench-soak bench-memory infra-up infra-down infra-status clean
 
 help:
 	@echo "make demo     set everything up, start Kafka + Elasticsearch, run the demo"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench    naive vs counted vs batched, 14,000 keys x 4 sources, vs the floor"
 	@echo "make bench-sustain  the highest steady rate the pipeline keeps up with, and its latency"
 	@echo "make bench-formats  Debezium change events vs plain JSON rows, burst and sustained"
+	@echo "make bench-fanout   a dimension row renamed: 10,000 and 100,000 keys enriched again"
 	@echo "make bench-soak     an hour at half the sustained rate, kill -9 every 10 min, ES restarted once"
 	@echo "make bench-memory   executor peak memory with records of 1 KB and of 500 KB"
 	@echo "make test-es9 the end-to-end, bad-input, lifecycle and reconcile tests on Elasticsearch $(ES9_VERSION)"
@@ -98,6 +99,11 @@ bench-sustain: provision
 bench-formats: provision
 	$(BIN)/fusion infra up
 	$(BIN)/fusion bench --formats --keys 20000 --runs 3 --step-seconds 30 --warmup-seconds 60
+
+# A brand renamed: 10,000 and 100,000 items enriched again (docs/dimensions.md).
+bench-fanout: provision
+	$(BIN)/fusion infra up
+	$(BIN)/fusion bench --fanout --runs 3
 
 # An hour under load: kill -9 every 10 min, Elasticsearch restarted once (docs/benchmark.md).
 bench-soak: provision

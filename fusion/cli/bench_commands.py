@@ -28,6 +28,8 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         return bench_soak_command(args, settings)
     if args.formats:
         return bench_formats_command(args, settings)
+    if args.fanout:
+        return bench_fanout_command(args, settings)
     if args.idle:
         return bench_idle_command(args, settings)
     if args.memory:
@@ -73,6 +75,20 @@ def bench_formats_command(args: argparse.Namespace, settings: Settings) -> int:
     text = formats.markdown(report)
     name = f"formats-n{report['sources']}"
     return print_bench(text, report_files.write_text_files(args.out, name, report, text))
+
+
+def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import report as report_files
+    from fusion.bench.runs import fanout
+
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
+    sizes = (10_000, 100_000) if args.keys is None else (args.keys,)
+    options = fanout.FanoutOptions(items=sizes, runs=args.runs)
+    with Tracker(err, "fan-out benchmark", "steps", rate=False) as tracker:
+        report = fanout.run_fanout(settings, options, on_step=tracker.step)
+    text = fanout.markdown(report)
+    return print_bench(text, report_files.write_text_files(args.out, "fanout", report, text))
 
 
 def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -209,6 +209,12 @@ def add_bench(commands: Commands) -> None:
         help="instead: Debezium change events against plain JSON rows, burst (--keys, --runs) "
         "and sustained (the --sustain options), side by side",
     )
+    bench.add_argument(
+        "--fanout",
+        action="store_true",
+        help="instead: a dimension row renamed and every key naming it enriched again "
+        "(10,000 and 100,000 of them, --runs each), against the floor of bulk-writing them",
+    )
     soak = bench.add_argument_group("an hour under load (--soak)")
     soak.add_argument(
         "--soak",

@@ -1,0 +1,213 @@
+"""`fusion bench --fanout`: a brand renamed, and every item that names it enriched again.
+
+A pipeline of items (naming a brand), their stock and the brands (a
+dimension, docs/dimensions.md). Per size and run:
+
+1. the floor: this machine bulk-writes the items' enriched documents from
+   Python (no Kafka, no Spark), the same size as the pipeline's;
+2. ``items`` items of brand A, their stock and brand A, enriched by one
+   `fusion run` (not measured), which then stops;
+3. a second `fusion run` on the same checkpoint; once it runs, brand A is
+   renamed: one record. Measured: the time from that record to the last item's
+   enriched document with the new name, the items re-enriched per second (and
+   as a fraction of the floor), and the Elasticsearch requests per item (the
+   fan-out's searches and the enricher's lookups, from that run's counts).
+
+Each figure is the median of the runs, beside the floor of its own run.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import Elasticsearch, helpers
+
+from fusion import pipeline
+from fusion.bench.generator import produce
+from fusion.bench.process import PipelineProcess
+from fusion.bench.report import git_commit, machine
+from fusion.core.config import PipelineConfig
+from fusion.core.events import now_iso
+from fusion.core.settings import Settings
+from fusion.elastic import client as es_client
+from fusion.kafka import lag
+from fusion.observe.figures import Figures
+from fusion.ops import teardown
+
+
+@dataclass(frozen=True)
+class FanoutOptions:
+    items: tuple[int, ...] = (10_000, 100_000)
+    runs: int = 3
+    page: int = 5_000  # fanout_page
+
+
+def fanout_config(settings: Settings, tag: str, page: int) -> PipelineConfig:
+    name = f"bench-fanout-{tag}"
+    data = settings.model_dump(mode="python")
+    data["pipeline"] = {"name": name, "key_field": "item_id", "fanout_page": page}
+    data["sources"] = [
+        {"name": "item", "topic": f"{name}.item", "key": "id", "references": {"brand": "brand"}},
+        {"name": "stock", "topic": f"{name}.stock", "key": "item"},
+        {"name": "brand", "topic": f"{name}.brand", "key": "id", "dimension": True},
+    ]
+    return PipelineConfig.model_validate(data)
+
+
+def _records(config: PipelineConfig, items: int) -> list[tuple[str, str, bytes]]:
+    topic = {s.name: config.topic_of(s) for s in config.sources}
+    records = [(topic["brand"], "A", _brand("A", "ACME"))]
+    for i in range(items):
+        key = f"I-{i:07d}"
+        item = {"id": key, "brand": "A", "title": f"item {i}", "price": i % 997}
+        records.append((topic["item"], key, json.dumps(item).encode()))
+        records.append((topic["stock"], key, json.dumps({"item": key, "count": i % 50}).encode()))
+    return records
+
+
+def _brand(brand_id: str, name: str) -> bytes:
+    return json.dumps({"id": brand_id, "name": name, "country": "NO"}).encode()
+
+
+def run_fanout(
+    settings: Settings, options: FanoutOptions, on_step: Callable[[str], None] = lambda _: None
+) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="fusion-fanout-"))
+    sizes: dict[str, Any] = {}
+    for items in options.items:
+        runs = []
+        for run in range(options.runs):
+            tag = f"{uuid.uuid4().hex[:6]}{run}"
+            config = fanout_config(settings, tag, options.page)
+            on_step(f"{items:,} items, run {run + 1}/{options.runs}: floor")
+            floor = enriched_floor(settings, config, items)
+            on_step(f"{items:,} items, run {run + 1}/{options.runs}: enrich, then rename")
+            result = rename(config, items, workdir)
+            rate = result["items_per_second"]
+            runs.append(result | {"floor_items_per_second": round(items / floor)}
+                        | {"fraction_of_floor": round(rate / (items / floor), 3)})  # fmt: skip
+        sizes[str(items)] = {"median": _median(runs), "runs": runs}
+    return {
+        "kind": "fanout",
+        "page": options.page,
+        "runs": options.runs,
+        "date": now_iso(),
+        "commit": git_commit(),
+        "machine": machine(settings),
+        "sizes": sizes,
+    }
+
+
+def rename(config: PipelineConfig, items: int, workdir: Path) -> dict[str, Any]:
+    """Enrich ``items`` items of brand A, then rename A in a second run; what the rename took."""
+    teardown.delete_all(config)
+    pipeline.prepare(config)
+    es = es_client.connect(config.elasticsearch)
+    produce(config, _records(config, items))
+    with PipelineProcess(config, workdir) as run:
+        run.wait_started()
+        _until(lambda: _with_brand(es, config, "ACME") >= items, run.check)
+        _until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
+               run.check)  # fmt: skip
+        run.stop()
+    with PipelineProcess(config, workdir) as run:
+        run.wait_started()
+        sent = time.time()
+        produce(config, [(config.topic_of(config.source("brand")), "A", _brand("A", "Rotunda"))])
+        _until(lambda: _with_brand(es, config, "Rotunda") >= items, run.check)
+        last = _last_enriched(es, config)
+        _until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
+               run.check)  # fmt: skip
+        figures = Figures(run.stop()["counters"])
+    teardown.delete_all(config)
+    seconds = last - sent
+    requests = figures.lookups + figures.counts.get("fanout.requests", 0)
+    return {
+        "items": items,
+        "seconds": round(seconds, 3),
+        "items_per_second": round(items / seconds, 1),
+        "keys_told": figures.fanout_keys,
+        "es_requests": requests,
+        "es_requests_per_item": round(requests / items, 4),
+        "enricher_lookups": figures.lookups,
+    }
+
+
+def enriched_floor(settings: Settings, config: PipelineConfig, items: int) -> float:
+    """Seconds to bulk-write ``items`` enriched item documents from Python (one refresh)."""
+    es = es_client.connect(settings.elasticsearch)
+    index = f"bench-floor-{uuid.uuid4().hex[:8]}"
+    now = now_iso()
+    docs = [
+        {"_index": index, "_id": f"I-{i:07d}", "_source": {
+            "item_id": f"I-{i:07d}",
+            "item": {"id": f"I-{i:07d}", "brand": "A", "title": f"item {i}", "price": i % 997},
+            "stock": {"item": f"I-{i:07d}", "count": i % 50},
+            "brand": {"id": "A", "name": "Rotunda", "country": "NO"},
+            "fusion": {"fired_at": now, "enriched_at": now, "complete": True, "missing": []},
+        }}
+        for i in range(items)
+    ]  # fmt: skip
+    started = time.monotonic()
+    helpers.bulk(es, docs, chunk_size=config.pipeline.bulk_chunk, max_chunk_bytes=50 << 20)
+    es.indices.refresh(index=index)
+    elapsed = time.monotonic() - started
+    es.options(ignore_status=404).indices.delete(index=index)
+    return elapsed
+
+
+def _with_brand(es: Elasticsearch, config: PipelineConfig, name: str) -> int:
+    query = {"term": {"brand.name.keyword": name}}
+    found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
+    return int(found.get("count", 0))
+
+
+def _last_enriched(es: Elasticsearch, config: PipelineConfig) -> float:
+    es.indices.refresh(index=config.enriched_index)
+    hits = es.search(
+        index=config.enriched_index, size=1, sort=[{"fusion.enriched_at": "desc"}],
+        source_includes=["fusion.enriched_at"],
+    )["hits"]["hits"]  # fmt: skip
+    return datetime.fromisoformat(hits[0]["_source"]["fusion"]["enriched_at"]).timestamp()
+
+
+def _until(condition: Callable[[], bool], check: Callable[[], None]) -> None:
+    while not condition():
+        check()
+        time.sleep(0.5)
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of the median time (the lower middle), with every run's rate."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return ordered[(len(ordered) - 1) // 2] | {"rates": [r["items_per_second"] for r in runs]}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"A brand renamed, every item naming it enriched again (`fanout_page` "
+        f"{report['page']:,}); {report['machine']['cores']} cores; commit {report['commit']}, "
+        f"{report['date']}. Median of {report['runs']} runs, each beside its own floor (the "
+        "items' enriched documents bulk-written from Python):",
+        "",
+        "| items | brand record → last item enriched (s) | items/s (each run) | floor items/s "
+        "| fraction of the floor | ES requests per item |",
+        "|---:|---:|---|---:|---:|---:|",
+    ]
+    for size, found in report["sizes"].items():
+        m = found["median"]
+        each = ", ".join(f"{r:,.0f}" for r in m["rates"])
+        lines.append(
+            f"| {int(size):,} | {m['seconds']:.1f} | {m['items_per_second']:,.0f} ({each}) | "
+            f"{m['floor_items_per_second']:,} | {m['fraction_of_floor']:.2f} | "
+            f"{m['es_requests_per_item']:.4f} |"
+        )
+    return "\n".join(lines) + "\n"
