@@ -76,6 +76,12 @@ def decide(
     return replace(_after_fire(key, after, changed, rules, now), rejected=rejected)
 
 
+def _has_part(state: KeyState, rules: Rules) -> bool:
+    """Whether any of the key's own rows is there: a dimension's row is no part of a key by
+    itself (a fan-out may tell a key of its row before the row that names it is counted)."""
+    return any(name not in rules.dimensions for name in state.present)
+
+
 def _is_change(before: Seen | None, ack: AckSeen) -> bool:
     """A newer ack changes the key unless it repeats what it had: a duplicate record (same
     digest, newer offset), or a delete of a row already gone. A digest-less write is a
@@ -106,7 +112,7 @@ def _after_fire(key: str, state: KeyState, changed: set[str], rules: Rules, now:
     if not changed:
         return Decision(state)
     gone = changed & set(state.deleted)
-    if gone and (not state.present or rules.on_delete == "delete"):
+    if gone and (not _has_part(state, rules) or rules.on_delete == "delete"):
         unfired = replace(state, fired_at=None, expired_at=None, deadline_ms=None)
         return Decision(unfired, [_ready(key, state, now, "deleted", rules)])
     if gone or rules.on_update == "reenrich":
@@ -124,7 +130,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
     if state.fired or state.expired_at is not None:
         return Decision(state)  # a timer left from before the key fired or expired
     state = replace(state, deadline_ms=None)
-    if not state.present:
+    if not _has_part(state, rules):
         return Decision(state)  # every row it had was deleted: nothing to fire or report
     if _complete(state, rules, now):
         return _fire(key, state, rules, now)
@@ -199,7 +205,7 @@ def _complete(state: KeyState, rules: Rules, now: Now) -> bool:
 
     A key without any row (each one it had was deleted) is never complete.
     """
-    if not state.present:
+    if not _has_part(state, rules):
         return False
     missing = state.missing(rules.sources)
     if any(s in rules.required for s in missing):
@@ -224,7 +230,7 @@ def _fire(key: str, state: KeyState, rules: Rules, now: Now) -> Decision:
 
 def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
     """Register a timer at the earliest deadline still ahead, if there is one."""
-    if not state.present:
+    if not _has_part(state, rules):
         return Decision(state)  # no row left to wait with: a row written again starts it
     ahead = [
         d for s in state.missing(rules.sources) if now.ms < (d := _due(state, rules, s)) < _NEVER

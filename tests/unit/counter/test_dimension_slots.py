@@ -102,3 +102,21 @@ def test_the_slot_survives_the_state_row() -> None:
     assert KeyState.from_row(state.to_row()) == state
     plain = KeyState.from_row(decide("K", None, [item(10)], RULES, NOW).state.to_row())  # type: ignore[union-attr]
     assert plain.seen["item"].to_list() == [10, "i", NOW.iso]  # sources keep their short entry
+
+
+def test_a_row_alone_is_no_part_of_a_key_even_when_every_source_is_optional() -> None:
+    rules = Rules(
+        sources=frozenset({"item", "brand"}),
+        required=frozenset(),
+        timeouts_ms={"item": None, "brand": None},
+        dimensions=frozenset({"brand"}),
+    )
+    # A fan-out found the item's document before its own ack was counted.
+    early = decide("K", None, [slot(10, "A", 50)], rules, NOW)
+    assert early.events == [] and early.register_timer is None
+    assert _only(decide("K", early.state, [item(10)], rules, NOW)).kind == "ready"
+    # Its item deleted, the key keeps only its brand: the enriched document goes.
+    gone = AckSeen(source="item", acked_at=NOW.iso, version=11, deleted=True)
+    fired = decide("K", early.state, [item(10)], rules, NOW).state
+    after = decide("K", fired, [gone], rules, NOW)
+    assert _only(after).kind == "deleted"
