@@ -22,14 +22,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import NotFoundError
-
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.infra.cdc.connect import postgres_connector, register, unregister
-from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE
 from tests.integration.conftest import Cdc
-from tests.integration.pipelines import drop, enriched_docs
+from tests.integration.oracles import captured, settle, wait_for_work
+from tests.integration.pipelines import drop
 from tests.integration.runs import kill_group, start_run
 
 TABLES = {"orders": "id", "payments": "order_ref", "shipments": "order_no"}
@@ -126,13 +123,6 @@ def _database_join(cdc: Cdc, schema: str) -> dict[str, dict[str, Any]]:
     return joined
 
 
-def _enriched_so_far(settings: Settings, config: PipelineConfig) -> dict[str, Any]:
-    try:
-        return enriched_docs(settings, config)
-    except NotFoundError:
-        return {}  # the run has not created its indexes yet
-
-
 def _differences(expected: dict[str, dict[str, Any]], docs: dict[str, dict[str, Any]]) -> list[str]:
     found = []
     for key in sorted(set(expected) | set(docs), key=int):
@@ -156,38 +146,25 @@ def test_the_enriched_index_is_the_databases_join_through_a_kill(
     workload = Workload(cdc, schema, seed=43)
     workload.run(60)  # there before the connector: its snapshot reads them (op r)
     tables = [f"{schema}.{table}" for table in TABLES]
-    connector = postgres_connector(cdc.pg_port, PG_DATABASE, prefix, tables, PG_ROLE)
-    register(cdc.connect_port, prefix, connector)
     config_file = _pipeline(settings, tmp_path / "pipeline.toml", schema, prefix)
     config = PipelineConfig.load(config_file, env={})
-    try:
-        run = start_run(config_file, settings, [], tmp_path, "--stop-when-idle", "600")
+    with captured(cdc, prefix, tables):
         try:
-            workload.run(60, pause=0.02)
-            deadline = time.monotonic() + 180
-            while not _enriched_so_far(settings, config):  # the run is at work
-                assert run.poll() is None and time.monotonic() < deadline, "nothing enriched"
-                time.sleep(0.5)
-            workload.run(60, pause=0.02)
+            run = start_run(config_file, settings, [], tmp_path, "--stop-when-idle", "600")
+            try:
+                workload.run(60, pause=0.02)
+                wait_for_work(run, settings, config, 180)
+                workload.run(60, pause=0.02)
+            finally:
+                kill_group(run)  # kill -9 in the middle of the workload
+            workload.run(120, pause=0.01)
+            expected = _database_join(cdc, schema)
+            docs = settle(
+                config_file, settings, tmp_path, config,
+                lambda docs: _differences(expected, docs), 300,
+            )  # fmt: skip
+            for key, doc in docs.items():
+                gone = doc["fusion"]["missing"]
+                assert all(table not in expected[key] for table in gone), (key, gone)
         finally:
-            kill_group(run)  # kill -9 in the middle of the workload
-        workload.run(120, pause=0.01)
-        expected = _database_join(cdc, schema)
-        finish = start_run(config_file, settings, [], tmp_path)
-        docs: dict[str, dict[str, Any]] = {}
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            docs = enriched_docs(settings, config)
-            if not _differences(expected, docs):
-                break
-            assert finish.poll() in (None, 0), finish.stderr.read() if finish.stderr else ""
-            time.sleep(1)
-        kill_group(finish)
-        assert not _differences(expected, docs), "\n".join(_differences(expected, docs)[:20])
-        for key, doc in docs.items():
-            gone = doc["fusion"]["missing"]
-            assert all(table not in expected[key] for table in gone), (key, gone)
-    finally:
-        unregister(cdc.connect_port, prefix)
-        cdc.postgres.drop_slot(cdc.pg_port, prefix)
-        drop(config)
+            drop(config)

@@ -22,12 +22,10 @@ from typing import Any
 
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.infra.cdc.connect import postgres_connector, register, unregister
-from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE
 from tests.integration.conftest import Cdc
-from tests.integration.pipelines import drop, enriched_docs
+from tests.integration.oracles import captured, settle, wait_for_work
+from tests.integration.pipelines import drop
 from tests.integration.runs import kill_group, start_run
-from tests.integration.test_cdc_oracle import _enriched_so_far
 
 ITEMS = range(1, 61)
 BRANDS = range(1, 5)
@@ -162,34 +160,21 @@ def test_the_enriched_items_are_the_databases_foreign_key_join_through_a_kill(
     workload.setup()
     workload.run(20)  # before the connector: its snapshot reads them (op r)
     tables = [f"{schema}.{table}" for table in TABLES]
-    connector = postgres_connector(cdc.pg_port, PG_DATABASE, prefix, tables, PG_ROLE)
-    register(cdc.connect_port, prefix, connector)
     config_file = _pipeline(settings, tmp_path / "pipeline.toml", schema, prefix)
     config = PipelineConfig.load(config_file, env={})
-    try:
-        run = start_run(config_file, settings, [], tmp_path, "--stop-when-idle", "600")
+    with captured(cdc, prefix, tables):
         try:
-            deadline = time.monotonic() + 240
-            while not _enriched_so_far(settings, config):  # the run is at work
-                assert run.poll() is None and time.monotonic() < deadline, "nothing enriched"
-                time.sleep(0.5)
-            workload.run(40, pause=0.05)  # renames: fan-outs of about 15 items each
+            run = start_run(config_file, settings, [], tmp_path, "--stop-when-idle", "600")
+            try:
+                wait_for_work(run, settings, config, 240)
+                workload.run(40, pause=0.05)  # renames: fan-outs of about 15 items each
+            finally:
+                kill_group(run)  # kill -9 while fan-outs are under way
+            workload.run(60, pause=0.01)
+            expected = _database_join(cdc, schema)
+            settle(
+                config_file, settings, tmp_path, config,
+                lambda docs: _differences(expected, docs), 360,
+            )  # fmt: skip
         finally:
-            kill_group(run)  # kill -9 while fan-outs are under way
-        workload.run(60, pause=0.01)
-        expected = _database_join(cdc, schema)
-        finish = start_run(config_file, settings, [], tmp_path)
-        docs: dict[str, dict[str, Any]] = {}
-        deadline = time.monotonic() + 360
-        while time.monotonic() < deadline:
-            docs = enriched_docs(settings, config)
-            if not _differences(expected, docs):
-                break
-            assert finish.poll() in (None, 0), finish.stderr.read() if finish.stderr else ""
-            time.sleep(1)
-        kill_group(finish)
-        assert not _differences(expected, docs), "\n".join(_differences(expected, docs)[:20])
-    finally:
-        unregister(cdc.connect_port, prefix)
-        cdc.postgres.drop_slot(cdc.pg_port, prefix)
-        drop(config)
+            drop(config)

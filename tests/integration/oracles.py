@@ -1,0 +1,78 @@
+"""What the database-oracle tests share: a connector's life, a run at work, a run that settles.
+
+Each test runs a workload on a real PostgreSQL read by real Debezium, kills
+`fusion run` in the middle, starts it again and then compares the enriched
+index with the database's own join (its ``differences``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import NotFoundError
+
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+from fusion.infra.cdc.connect import postgres_connector, register, unregister
+from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE
+from tests.integration.conftest import Cdc
+from tests.integration.pipelines import enriched_docs
+from tests.integration.runs import kill_group, start_run
+
+Docs = dict[str, dict[str, Any]]
+
+
+@contextmanager
+def captured(cdc: Cdc, prefix: str, tables: list[str]) -> Iterator[None]:
+    """Debezium's connector on ``tables``, topics ``<prefix>.<schema>.<table>``; gone after."""
+    connector = postgres_connector(cdc.pg_port, PG_DATABASE, prefix, tables, PG_ROLE)
+    register(cdc.connect_port, prefix, connector)
+    try:
+        yield
+    finally:
+        unregister(cdc.connect_port, prefix)
+        cdc.postgres.drop_slot(cdc.pg_port, prefix)
+
+
+def enriched_so_far(settings: Settings, config: PipelineConfig) -> Docs:
+    try:
+        return enriched_docs(settings, config)
+    except NotFoundError:
+        return {}  # the run has not created its indexes yet
+
+
+def wait_for_work(run: Any, settings: Settings, config: PipelineConfig, seconds: float) -> None:
+    """Until the run enriched something (it is at work), failing if it stopped or took long."""
+    deadline = time.monotonic() + seconds
+    while not enriched_so_far(settings, config):
+        assert run.poll() is None and time.monotonic() < deadline, "nothing enriched"
+        time.sleep(0.5)
+
+
+def settle(
+    config_file: Path,
+    settings: Settings,
+    tmp_path: Path,
+    config: PipelineConfig,
+    differences: Callable[[Docs], list[str]],
+    seconds: float,
+) -> Docs:
+    """Run the pipeline again until the enriched index has no differences; fail with them."""
+    finish = start_run(config_file, settings, [], tmp_path)
+    docs: Docs = {}
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            docs = enriched_docs(settings, config)
+            if not differences(docs):
+                break
+            assert finish.poll() in (None, 0), finish.stderr.read() if finish.stderr else ""
+            time.sleep(1)
+    finally:
+        kill_group(finish)
+    assert not differences(docs), "\n".join(differences(docs)[:20])
+    return docs
