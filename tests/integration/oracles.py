@@ -7,8 +7,9 @@ index with the database's own join (its ``differences``).
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -76,3 +77,29 @@ def settle(
         kill_group(finish)
     assert not differences(docs), "\n".join(differences(docs)[:20])
     return docs
+
+
+def joined_rows(cdc: Cdc, query: str) -> Docs:
+    """The database's join: a ``json_build_object('k', <key>, '<part>', row_to_json(...), ...)``
+    per row, as key -> {part: row}, leaving out the parts whose row is missing (null)."""
+    joined = {}
+    for line in cdc.sql(query).splitlines():
+        row = json.loads(line)
+        key = str(row.pop("k"))
+        joined[key] = {part: value for part, value in row.items() if value}
+    return joined
+
+
+def differences(expected: Docs, docs: Docs, parts: Iterable[str]) -> list[str]:
+    """Where the enriched documents' ``parts`` are not the database's join, a line each."""
+    found = []
+    for key in sorted(set(expected) | set(docs), key=int):
+        doc = docs.get(key, {})
+        have = {part: doc[part] for part in parts if doc.get(part) is not None}
+        if key not in docs:
+            found.append(f"{key}: no enriched document; the database has {expected[key]}")
+        elif key not in expected:
+            found.append(f"{key}: enriched {have}, but the database has no row of it")
+        elif have != expected[key]:
+            found.append(f"{key}: enriched {have}, the database {expected[key]}")
+    return found

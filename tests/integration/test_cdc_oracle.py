@@ -15,7 +15,6 @@ row, and each change after that re-enriches it, as a table's join does.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 import uuid
@@ -25,7 +24,7 @@ from typing import Any
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from tests.integration.conftest import Cdc
-from tests.integration.oracles import captured, settle, wait_for_work
+from tests.integration.oracles import captured, differences, joined_rows, settle, wait_for_work
 from tests.integration.pipelines import drop
 from tests.integration.runs import kill_group, start_run
 
@@ -115,26 +114,7 @@ def _database_join(cdc: Cdc, schema: str) -> dict[str, dict[str, Any]]:
             'orders', row_to_json(o), 'payments', row_to_json(p), 'shipments', row_to_json(s))
         FROM {o} o FULL JOIN {p} p ON p.order_ref = o.id
         FULL JOIN {s} s ON s.order_no = coalesce(o.id, p.order_ref)"""
-    joined = {}
-    for line in cdc.sql(query).splitlines():
-        row = json.loads(line)
-        key = str(row.pop("k"))
-        joined[key] = {table: part for table, part in row.items() if part}
-    return joined
-
-
-def _differences(expected: dict[str, dict[str, Any]], docs: dict[str, dict[str, Any]]) -> list[str]:
-    found = []
-    for key in sorted(set(expected) | set(docs), key=int):
-        parts = {table: docs.get(key, {}).get(table) for table in TABLES}
-        parts = {table: part for table, part in parts.items() if part is not None}
-        if key not in docs:
-            found.append(f"{key}: no enriched document; the database has {expected[key]}")
-        elif key not in expected:
-            found.append(f"{key}: enriched {parts}, but the database has no row of it")
-        elif parts != expected[key]:
-            found.append(f"{key}: enriched {parts}, the database {expected[key]}")
-    return found
+    return joined_rows(cdc, query)
 
 
 def test_the_enriched_index_is_the_databases_join_through_a_kill(
@@ -161,7 +141,7 @@ def test_the_enriched_index_is_the_databases_join_through_a_kill(
             expected = _database_join(cdc, schema)
             docs = settle(
                 config_file, settings, tmp_path, config,
-                lambda docs: _differences(expected, docs), 300,
+                lambda docs: differences(expected, docs, TABLES), 300,
             )  # fmt: skip
             for key, doc in docs.items():
                 gone = doc["fusion"]["missing"]

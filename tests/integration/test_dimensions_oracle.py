@@ -13,7 +13,6 @@ field.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 import uuid
@@ -23,7 +22,7 @@ from typing import Any
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from tests.integration.conftest import Cdc
-from tests.integration.oracles import captured, settle, wait_for_work
+from tests.integration.oracles import captured, differences, joined_rows, settle, wait_for_work
 from tests.integration.pipelines import drop
 from tests.integration.runs import kill_group, start_run
 
@@ -130,22 +129,7 @@ def _database_join(cdc: Cdc, schema: str) -> dict[str, dict[str, Any]]:
         FROM {s}.items i LEFT JOIN {s}.brands b ON b.id = i.brand_id
         LEFT JOIN {s}.tax_statuses t ON t.id = i.tax_status_id
         JOIN {s}.inventory v ON v.item_id = i.id"""
-    joined = {}
-    for line in cdc.sql(query).splitlines():
-        row = json.loads(line)
-        key = str(row.pop("k"))
-        joined[key] = {part: value for part, value in row.items() if value}
-    return joined
-
-
-def _differences(expected: dict[str, dict[str, Any]], docs: dict[str, dict[str, Any]]) -> list[str]:
-    found = []
-    for key in sorted(set(expected) | set(docs), key=int):
-        parts = {part: docs.get(key, {}).get(part) for part in PARTS}
-        parts = {part: value for part, value in parts.items() if value is not None}
-        if parts != expected.get(key):
-            found.append(f"{key}: enriched {parts}, the database {expected.get(key)}")
-    return found
+    return joined_rows(cdc, query)
 
 
 def test_the_enriched_items_are_the_databases_foreign_key_join_through_a_kill(
@@ -174,7 +158,7 @@ def test_the_enriched_items_are_the_databases_foreign_key_join_through_a_kill(
             expected = _database_join(cdc, schema)
             settle(
                 config_file, settings, tmp_path, config,
-                lambda docs: _differences(expected, docs), 360,
+                lambda docs: differences(expected, docs, PARTS), 360,
             )  # fmt: skip
         finally:
             drop(config)
