@@ -18,12 +18,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fusion.core.config import PipelineConfig
+from fusion.core.events import iso_utc
 from fusion.counter.state import StateSummary, summary
 from fusion.elastic import client as es_client
 from fusion.kafka.lag import lag_of, source_lag, stage_markers
+from fusion.kafka.pending import oldest_pending
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import histogram_percentiles
 from fusion.observe.names import ES_BACKPRESSURE_ALERT
@@ -39,6 +42,7 @@ class Inputs:
     source_lag: Mapping[str, int | None]  # source -> records its indexer has still to read
     state: StateSummary  # empty when the counter's state was not read
     rejected_now: int = 0  # requests Elasticsearch rejected (429) while this look lasted
+    oldest_fanout: datetime | None = None  # the change the oldest pending fan-out is for
 
 
 def gather(
@@ -59,8 +63,9 @@ def gather(
         metrics = {"counters": dict(counts), "latency_seconds": histogram_percentiles(counts)}
     state = summary(spark, config) if spark is not None else StateSummary()
     lags = lag_of(config, markers), source_lag(config, markers)
+    oldest = oldest_pending(config, markers)
     rejected = max(0, es_client.rejected(es) - before)
-    return Inputs(metrics, *lags, state, rejected)
+    return Inputs(metrics, *lags, state, rejected, oldest)
 
 
 def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
@@ -88,6 +93,7 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "updated": figures.updated,
             "fanouts_pending": figures.fanouts_pending,
             "fanout_keys": figures.fanout_keys,
+            "oldest_pending_fanout": _iso(inputs.oldest_fanout),
             "dlq": figures.counter_dead_letters,
             # In the single layout one query counts (and indexes, and enriches).
             "lag": inputs.lag.get(config.counter_query),
@@ -109,6 +115,10 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
         "elasticsearch": {"retries": figures.es_retries, "rejected_now": inputs.rejected_now},
         "alerts": dict(inputs.metrics.get("alerts", {})) | _rejecting(inputs.rejected_now),
     }
+
+
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else iso_utc(at)
 
 
 def _rejecting(rejected: int) -> dict[str, str]:
@@ -144,6 +154,8 @@ def render(status: Mapping[str, Any]) -> str:
             f"            fan-outs pending {c['fanouts_pending']:,}, "
             f"keys told of a dimension row's change {c['fanout_keys']:,}"
         )
+    if c.get("oldest_pending_fanout"):
+        lines.append(f"            oldest pending change {c['oldest_pending_fanout']}")
     e = status["enricher"]
     p50, p99 = e["latency_p50_seconds"], e["latency_p99_seconds"]
     latency = f"{p50:.2f} s / {p99:.2f} s" if p50 is not None and p99 is not None else "-"

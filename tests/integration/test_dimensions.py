@@ -109,3 +109,29 @@ def test_items_take_their_brand_and_follow_its_changes(
         assert docs["0"]["fusion"]["complete"] is True
     finally:
         drop(config)
+
+
+def test_status_names_the_oldest_change_whose_fan_out_waits(
+    settings: Settings, tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime
+
+    from acks.fanout import FanoutRequest
+    from fusion.kafka.lag import stage_markers
+    from fusion.kafka.pending import oldest_pending
+
+    config = _config(settings, tmp_path)
+    kafka_topics.ensure_topics(config)
+    try:
+        times = [datetime(2026, 1, 1, 10, m, tzinfo=UTC) for m in (5, 1, 9)]
+        requests = [
+            FanoutRequest(dimension="brand", id=b, version=1, digest="d", requested_at=at)
+            for b, at in zip("ABC", times, strict=True)
+        ]
+        produce(config, [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in requests])
+        # No query worked any of them: the oldest is the 10:01 change, whichever partition.
+        assert oldest_pending(config, stage_markers(config)) == times[1]
+        no_dimensions = config.model_copy(update={"sources": config.sources[:2]})
+        assert oldest_pending(no_dimensions, stage_markers(config)) is None
+    finally:
+        drop(config)

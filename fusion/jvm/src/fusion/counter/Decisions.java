@@ -135,16 +135,6 @@ public final class Decisions {
     return afterFire(key, after, changed, rules, now).withRejected(rejected, false);
   }
 
-  /** Whether any of the key's own rows is there ({@code decisions._has_part}). */
-  private static boolean hasPart(KeyState state, Rules rules) {
-    for (String name : state.present()) {
-      if (!rules.dimensions().contains(name)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /**
    * Whether a newer ack changes the key ({@code decisions._is_change}): not when it repeats what
    * the key had (the same digest, or a delete of a row already gone).
@@ -166,7 +156,7 @@ public final class Decisions {
     }
     Set<String> gone = new TreeSet<>(changed);
     gone.retainAll(state.deleted());
-    if (!gone.isEmpty() && (!hasPart(state, rules) || rules.deleteOnDelete())) {
+    if (!gone.isEmpty() && (!state.hasPart(rules.dimensions()) || rules.deleteOnDelete())) {
       return new Decision(
           state.unfired(), List.of(ready(key, state, now, "deleted", rules)), List.of(), false, null, null);
     }
@@ -193,7 +183,7 @@ public final class Decisions {
       return Decision.of(state); // a timer left from before the key fired or expired
     }
     state = state.deadline(null);
-    if (!hasPart(state, rules)) {
+    if (!state.hasPart(rules.dimensions())) {
       return Decision.of(state); // every row it had was deleted: nothing to fire or report
     }
     if (complete(state, rules, now)) {
@@ -243,7 +233,7 @@ public final class Decisions {
 
   /** Every required source is there and no optional one is still worth waiting for. */
   static boolean complete(KeyState state, Rules rules, Now now) {
-    if (!hasPart(state, rules)) {
+    if (!state.hasPart(rules.dimensions())) {
       return false; // a key without any row (each one it had was deleted)
     }
     for (String source : state.missing(rules.sources())) {
@@ -277,7 +267,7 @@ public final class Decisions {
 
   /** Register a timer at the earliest deadline still ahead, if there is one. */
   private static Decision await(KeyState state, Rules rules, Now now) {
-    if (!hasPart(state, rules)) {
+    if (!state.hasPart(rules.dimensions())) {
       return Decision.of(state); // no row left to wait with: a row written again starts it
     }
     long at = NEVER;

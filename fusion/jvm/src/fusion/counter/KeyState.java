@@ -39,6 +39,19 @@ public record KeyState(
     return out;
   }
 
+  /**
+   * Whether any of the key's own rows is there ({@code decisions._has_part}): a dimension's row is
+   * no part of a key by itself.
+   */
+  boolean hasPart(Set<String> dimensions) {
+    for (String name : present()) {
+      if (!dimensions.contains(name)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The sources whose document was deleted (and not written again since), sorted. */
   List<String> deleted() {
     List<String> out = new ArrayList<>();
