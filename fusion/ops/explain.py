@@ -43,13 +43,15 @@ class Evidence:
 
 def gather(spark: SparkSession, config: PipelineConfig, key: str) -> Evidence:
     es = es_client.connect(config.elasticsearch)
-    docs = lookups.fetch(es, config, [key], Metrics())[key]
+    found = key_state(spark, config, key)
+    state, ttl = found if found is not None else (None, None)
+    # A dimension's row is looked up by the id the key's slot holds (docs/dimensions.md).
+    rows = {name: s.ref for name, s in (state.seen.items() if state else ()) if s.ref}
+    docs = lookups.fetch(es, config, [key], Metrics(), rows={key: rows})[key]
     try:
         enriched = es.get(index=config.enriched_index, id=key)["_source"]
     except NotFoundError:
         enriched = None
-    found = key_state(spark, config, key)
-    state, ttl = found if found is not None else (None, None)
     return Evidence(key, docs, enriched, state, ttl, has_state(spark, config))
 
 

@@ -19,6 +19,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.kafka import topics as kafka_topics
 from fusion.observe import names
+from fusion.ops import explain
 from tests.integration.pipelines import RunningPipeline, drop, enriched_docs, make_config
 
 ITEMS = 12
@@ -101,6 +102,10 @@ def test_items_take_their_brand_and_follow_its_changes(
             metrics = running.metrics
         assert metrics.get(names.COUNTER_FIRED) == ITEMS, "each item fired once"
         assert metrics.get(names.FANOUT_KEYS) >= 3 * (ITEMS - 1)
+        # fusion explain looks the key's brand up by the id its slot holds.
+        evidence = explain.gather(spark, config, "0")
+        assert evidence.docs["brand"].source == {"id": "B", "name": "Bolt"}
+        assert explain.explain(config, evidence)["sources"]["brand"]["in_elasticsearch"]
         docs = enriched_docs(settings, config)
         assert docs["3"]["stock"] == {"item_id": 3, "count": 30}
         assert docs["3"]["item"] == {"id": 3, "name": "item 3", "brand_id": "A"}
