@@ -63,7 +63,9 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig) -> DataFram
     """The source topics, indexed and acked, through the counter's keyed state."""
     from pyspark.sql import DataFrame
 
-    stream = read_with_clock(spark, config, QUERY, *config.input_topics(config.source_names))
+    stream = read_with_clock(
+        spark, config, QUERY, *config.input_topics(config.source_names, counts=True)
+    )
     # The indexer's writer: ids fusion-<pipeline>-single-index@<topic>-<partition>; it reads
     # the query and batch from the job it runs in.
     job = Job(config, f"{QUERY}-index", "indexer", query="", batch_id=-1)

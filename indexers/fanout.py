@@ -88,8 +88,8 @@ def newest_per_row(
     return list(newest.values())
 
 
-def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int], list[Ack]]:
-    """A fan-out partition's records: its output records, counts and slot acks (last)."""
+def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]:
+    """A fan-out partition's output records (slot acks on the slots topic) and counts."""
     config = job.config
     requests: list[tuple[FanoutRequest, Where]] = []
     dead: list[DeadLetter] = []
@@ -110,7 +110,7 @@ def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int],
             again.append(request.model_copy(update={"after": after, "keys": keys}))
     out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
     out += [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in again]
-    out += ack_records(config.acks_topic, acks)
+    out += ack_records(config.slots_topic, acks)
     counts = {
         names.FANOUT_REQUESTS: len(raws),
         names.FANOUT_CONTINUED: len(again),
@@ -119,7 +119,7 @@ def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int],
         names.FANOUT_DLQ: len(dead),
         names.ES_RETRIES: metrics.get(names.ES_RETRIES),
     }
-    return out, counts, acks
+    return out, counts
 
 
 def search_page(

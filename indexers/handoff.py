@@ -45,7 +45,8 @@ HANDOFF_SCHEMA = ", ".join(
 
 
 def handoff_batch(indexed: Any) -> Any:
-    """The task's rows of :data:`HANDOFF_SCHEMA`: its records and counts, each ack's fields.
+    """The task's rows of :data:`HANDOFF_SCHEMA`: its records and counts, each ack's fields,
+    then the acks it hands on unpublished (no topic; the ack itself as the value).
 
     ``indexed``: an :class:`~indexers.task.Indexed` (typed loosely: the task runner's hook).
     """
@@ -58,6 +59,11 @@ def handoff_batch(indexed: Any) -> Any:
     fields: list[tuple[Any, ...]] = [(None,) * len(HANDOFF_COLUMNS)] * first_ack
     fields += [_fields(ack) for ack in indexed.acks]
     fields += [(None,) * len(HANDOFF_COLUMNS)] * (size - len(fields))
+    handed = len(indexed.handed)
+    fields += [_fields(ack) for ack in indexed.handed]
+    columns = {name: values + [None] * handed for name, values in columns.items()}
+    columns["task"][size:] = [indexed.task] * handed
+    columns["value"][size:] = [ack.to_bytes() for ack in indexed.handed]
     for (name, _), values in zip(HANDOFF_COLUMNS, zip(*fields, strict=True), strict=True):
         columns[name] = list(values)
     every = (*OUTPUT_COLUMNS, *HANDOFF_COLUMNS)

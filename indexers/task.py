@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from acks.contract import Ack
+from acks.errors import AckError
 from acks.kafka import ack_records
 from fusion.core.config import STORED_KEY
 from fusion.core.config_dimensions import Reference
@@ -70,17 +71,37 @@ class IndexPartition:
                 strict=True,
             )
         ]
+        task = f"{raws[0].topic}-{raws[0].partition}"
         if raws[0].topic == job.config.fanout_topic and job.config.dimensions:
-            out, counts, acks = fan_out(job, raws)
-            return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
+            out, counts = fan_out(job, raws)
+            return Indexed(task, out, counts)
+        if raws[0].topic == job.config.slots_topic and job.config.dimensions:
+            return hand_on(job, task, raws)
         return index_records(job, self.by_topic[raws[0].topic], raws)
 
 
 @dataclass(frozen=True)
 class Indexed(TaskOutput):
-    """An indexer task's output, and the acks among its records (they come last, in order)."""
+    """An indexer task's output, and the acks among its records (they come last, in order);
+    ``handed``: acks read back from the slots topic, handed on to the counter unpublished."""
 
     acks: Sequence[Ack] = ()
+    handed: Sequence[Ack] = ()
+
+
+def hand_on(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
+    """The single query's task of the slots topic: its slot acks, on to the counter as they were
+    published (a malformed one is a dead letter)."""
+    handed: list[Ack] = []
+    dead: list[DeadLetter] = []
+    for raw in raws:
+        try:
+            handed.append(Ack.from_bytes(raw.value or b""))
+        except AckError as exc:
+            dead.append(DeadLetter.of(str(exc), "counter", None, raw.where, raw.value, None))
+    out = dead_letter_records(job.config.dlq_topic, dead, job.config.message_limit)
+    counts = {names.SLOT_ACKS: len(handed), names.COUNTER_DLQ: len(dead)}
+    return Indexed(task, out, counts, handed=handed)
 
 
 def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
@@ -122,9 +143,13 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     crash_point("indexer.after_bulk")
     dead.extend(written.dead)
     acks = list(_acks(source, written.confirmed))
-    if references:
-        acks += _slot_acks(job, references, written.confirmed, retries)
     out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
+    if references:
+        # Published, not handed on: what counts reads them back from the topic, so a replayed
+        # batch counts the slot acks of its first attempt, whatever the lookup finds now.
+        out += ack_records(
+            config.slots_topic, _slot_acks(job, references, written.confirmed, retries)
+        )
     if spec.dimension:
         # A row keyed by its own id is no part of a key: its change goes to the keys
         # that name it, by a fan-out (indexers/fanout.py), not to the counter.

@@ -15,11 +15,8 @@ A pipeline file is a settings file (see :mod:`fusion.core.settings`) plus a
     name = "insurance"
     required = false        # optional: waited for until the deadline only
 
-The key lifecycle settings (``timeout``, ``on_timeout``, ``on_update``,
-``state_ttl``) are durations like ``"20s"``, ``"10m"``, ``"7d"``.
-
-Names of indexes, topics and the checkpoint directory derive from the pipeline
-name unless set explicitly.
+Durations (``timeout``, ``state_ttl``) read like ``"20s"``, ``"10m"``, ``"7d"``. Names of
+indexes, topics and the checkpoint directory derive from the pipeline name unless set.
 """
 
 from __future__ import annotations
@@ -146,7 +143,7 @@ class PipelineConfig(Settings, Dimensional):
             self.dlq_topic,
             self.incomplete_topic,
             self.updates_topic,
-            *[self.fanout_topic] * bool(self.dimensions),
+            *[self.fanout_topic, self.slots_topic] * bool(self.dimensions),
         ]
 
     @property
@@ -219,11 +216,21 @@ class PipelineConfig(Settings, Dimensional):
         """Dimension rows whose keys are owed slot acks (:mod:`acks.fanout`)."""
         return f"{self.name}.fanout"
 
-    def input_topics(self, sources: Sequence[str]) -> list[str]:
-        """What an indexer query of ``sources`` reads: their topics, and the fan-out topic
-        if it works the fan-outs."""
+    @property
+    def slots_topic(self) -> str:
+        """Slot acks, read back by what counts: a replayed batch counts the same ones."""
+        return f"{self.name}.slots"
+
+    def input_topics(self, sources: Sequence[str], counts: bool = False) -> list[str]:
+        """What an indexer query of ``sources`` reads: their topics, the fan-out topic if it
+        works the fan-outs, and (``counts``: the single query) the slot acks."""
         topics = [self.topic_of(self.source(s)) for s in sources]
-        return topics + [self.fanout_topic] * (self.fanout_source in sources)
+        topics += [self.fanout_topic] * (self.fanout_source in sources)
+        return topics + [self.slots_topic] * (counts and bool(self.dimensions))
+
+    def counter_topics(self) -> list[str]:
+        """What the counter query (``layout = "stages"``) reads."""
+        return [self.acks_topic, *[self.slots_topic] * bool(self.dimensions)]
 
     @property
     def markers_topic(self) -> str:

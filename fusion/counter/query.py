@@ -102,7 +102,7 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """
     from pyspark.sql import DataFrame
 
-    stream = read_with_clock(spark, config, "counter", config.acks_topic)
+    stream = read_with_clock(spark, config, "counter", *config.counter_topics())
     parser = spark._jvm.fusion.counter.AckParser  # type: ignore[union-attr]
     return DataFrame(parser.parse(stream._jdf), spark)
 

@@ -43,11 +43,11 @@ def stage_inputs(config: PipelineConfig, naive: bool = False) -> dict[str, list[
         return {"naive": [config.topic_of(s) for s in config.sources]}
     every = config.input_topics(config.source_names)
     if config.pipeline.layout == "single":
-        return {SINGLE: every}
+        return {SINGLE: config.input_topics(config.source_names, counts=True)}
     stages = {ALL_SOURCES: every} | {
         f"indexer-{name}": config.input_topics([name]) for name in config.source_names
     }
-    stages["counter"] = [config.acks_topic]
+    stages["counter"] = config.counter_topics()
     if config.pipeline.enrich_in == "enricher":
         stages["enricher"] = config.enricher_topics()
     return stages

@@ -73,6 +73,7 @@ FANOUT_REQUESTS = "fanout.requests"
 FANOUT_KEYS = "fanout.keys"
 FANOUT_DONE = "fanout.done"
 FANOUT_DLQ = "fanout.dlq"
+SLOT_ACKS = "counter.slot_acks"  # slot acks the single query read back and handed on
 
 # The naive baseline (the benchmark's).
 NAIVE_BULK_REQUESTS = "naive.bulk_requests"

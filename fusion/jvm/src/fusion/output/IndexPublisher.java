@@ -60,27 +60,16 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
       if (task == null && !row.isNullAt(0)) {
         task = row.getString(0);
       }
+      byte[] value = row.isNullAt(3) ? null : (byte[]) row.get(3);
       if (!row.isNullAt(1)) {
         String key = row.isNullAt(2) ? null : row.getString(2);
-        byte[] value = row.isNullAt(3) ? null : (byte[]) row.get(3);
         records.add(
             row.getString(1), key == null ? null : key.getBytes(StandardCharsets.UTF_8), value);
         if (!row.isNullAt(6)) {
-          acks.add(
-              CounterRows.ack(
-                  row.getString(6),
-                  row.getString(7),
-                  row.getString(8),
-                  row.isNullAt(9) ? null : row.getLong(9),
-                  row.isNullAt(10) ? null : row.getString(10),
-                  value == null ? null : new String(value, StandardCharsets.UTF_8),
-                  row.getString(11),
-                  row.getInt(12),
-                  row.getLong(13),
-                  row.isNullAt(14) ? null : row.getBoolean(14),
-                  row.isNullAt(15) ? null : row.getString(15),
-                  row.isNullAt(16) ? null : row.getLong(16)));
+          acks.add(ack(row, value));
         }
+      } else if (!row.isNullAt(6)) {
+        acks.add(ack(row, value)); // read back from the slots topic: handed on, not published
       } else if (!row.isNullAt(4)) {
         counts.merge(row.getString(4), row.isNullAt(5) ? 0L : row.getLong(5), Long::sum);
       }
@@ -97,6 +86,23 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
     // The writer's own counts too (a batch found published, Kafka calls retried, spilled).
     outcome.allCounts().forEach((name, value) -> out.add(count(name, value, outcome.executor())));
     return out.iterator();
+  }
+
+  /** The counter's row of an ack row: its fields, and the ack's JSON for a dead letter. */
+  private static Row ack(Row row, byte[] value) {
+    return CounterRows.ack(
+        row.getString(6),
+        row.getString(7),
+        row.getString(8),
+        row.isNullAt(9) ? null : row.getLong(9),
+        row.isNullAt(10) ? null : row.getString(10),
+        value == null ? null : new String(value, StandardCharsets.UTF_8),
+        row.getString(11),
+        row.getInt(12),
+        row.getLong(13),
+        row.isNullAt(14) ? null : row.getBoolean(14),
+        row.isNullAt(15) ? null : row.getString(15),
+        row.isNullAt(16) ? null : row.getLong(16));
   }
 
   /** A count, for the counter to pass through. */
