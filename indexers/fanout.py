@@ -122,6 +122,9 @@ def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]
     return out, counts
 
 
+SEARCH_SIZE = 10_000  # hits one search returns at the most (index.max_result_window)
+
+
 def search_page(
     es: Elasticsearch,
     config: PipelineConfig,
@@ -130,28 +133,39 @@ def search_page(
     retry: RetryPolicy,
     metrics: Metrics,
 ) -> tuple[list[Ack], list[Any] | None]:
-    """The slot acks of one page of the keys naming the row, and the cursor of the next page
-    (None: this was the last)."""
+    """The slot acks of one page (``fanout_page`` keys naming the row, in searches of up to
+    :data:`SEARCH_SIZE`), and the cursor of the next page (None: this was the last)."""
     reference = next(r for r in config.references if r.dimension == request.dimension)
     referrer = config.source(reference.referrer)
-    index, size = config.index_of(referrer), config.pipeline.fanout_page
+    index = config.index_of(referrer)
     sort = [{config.sort_field(referrer): "asc"}]
     query = {"term": {f"{STORED_REFS}.{request.dimension}": request.id}}
+    after, hits = request.after, list[dict[str, Any]]()
+    while len(hits) < config.pipeline.fanout_page:
+        size = min(SEARCH_SIZE, config.pipeline.fanout_page - len(hits))
 
-    def call() -> dict[str, Any]:
-        return dict(
-            es.search(
-                index=index, query=query, sort=sort, search_after=request.after, size=size,
-                version=True, source=False, track_total_hits=False,
-            )
-        )  # fmt: skip
+        def call(after: list[Any] | None = after, size: int = size) -> dict[str, Any]:
+            return dict(
+                es.search(
+                    index=index, query=query, sort=sort, search_after=after, size=size,
+                    version=True, source=False, track_total_hits=False,
+                )
+            )  # fmt: skip
 
-    hits: Sequence[dict[str, Any]] = call_with_retries(
-        call, f"fan-out search of {index}", retry, metrics
-    )["hits"]["hits"]
+        found = call_with_retries(call, f"fan-out search of {index}", retry, metrics)
+        page: Sequence[dict[str, Any]] = found["hits"]["hits"]
+        hits += page
+        if len(page) < size:
+            return _slots(config, request, hits, where), None  # the last keys naming it
+        after = page[-1]["sort"]
+    return _slots(config, request, hits, where), after
+
+
+def _slots(
+    config: PipelineConfig, request: FanoutRequest, hits: Sequence[dict[str, Any]], where: Where
+) -> list[Ack]:
     at = now_utc()
-    acks = [_slot(config, request, hit, where, at) for hit in hits]
-    return acks, (hits[-1]["sort"] if len(hits) == size else None)
+    return [_slot(config, request, hit, where, at) for hit in hits]
 
 
 def _slot(

@@ -139,7 +139,7 @@ class PipelineSection(BaseModel):
     lease_seconds: float = Field(default=15.0, ge=1.0)
     # A dimension row's fan-out: how many keys naming it one micro-batch gives slot acks
     # (docs/dimensions.md); the rest wait for the next batch, so no batch waits long.
-    fanout_page: int = Field(default=5_000, ge=1, le=10_000)
+    fanout_page: int = Field(default=5_000, ge=1, le=1_000_000)
 
     _valid_name = field_validator("name")(check_name)
 
