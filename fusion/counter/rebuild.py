@@ -26,25 +26,29 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fusion.core.config import RESERVED_FIELD, PipelineConfig
-from fusion.core.events import iso_from_ms
+from fusion.core.events import RefPart, iso_from_ms
+from fusion.counter import rebuild_slots
 from fusion.counter.decisions import Now
 from fusion.counter.key_state import STATE_COLUMNS
+from fusion.counter.rebuild_scan import arrow, hits_of, slices
 from fusion.counter.restore import Doc, History, rebuilt_state
-from fusion.elastic import client as es_client
-from fusion.elastic import scan
-from fusion.elastic.retry import RetryPolicy
 from fusion.kafka import lag
+from indexers.dimensions import record_content
 from indexers.records import content_digest, is_tombstone
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-DOC_SCHEMA = "k STRING, source STRING, version BIGINT, digest STRING, deleted BOOLEAN"
+DOC_SCHEMA = (
+    "k STRING, source STRING, version BIGINT, digest STRING, deleted BOOLEAN, ref STRING, "
+    "ref_version BIGINT, slot BOOLEAN"
+)
 STATE_ROW_SCHEMA = "k STRING, " + ", ".join(f"{name} {kind}" for name, kind in STATE_COLUMNS)
 EVENT_SCHEMA = (
     "key STRING, kind STRING, fired_at STRING, expired_at STRING, first_ack_at STRING, "
-    "versions MAP<STRING, BIGINT>, deleted ARRAY<STRING>"
+    "versions MAP<STRING, BIGINT>, deleted ARRAY<STRING>, "
+    "refs MAP<STRING, STRUCT<id: STRING, version: BIGINT, changes: BIGINT>>"
 )
 
 
@@ -55,7 +59,7 @@ def initial_state(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     docs = (
         documents(spark, config)
         .groupBy("k")
-        .agg(F.collect_list(F.struct("source", "version", "digest", "deleted")).alias("docs"))
+        .agg(F.collect_list(F.struct(*DOC_COLUMNS[1:])).alias("docs"))
     )
     keyed = docs.join(history(spark, config), "k", "full_outer")
     ms = int(time.time() * 1000)
@@ -64,9 +68,13 @@ def initial_state(spark: SparkSession, config: PipelineConfig) -> DataFrame:
 
 def documents(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """Each source document in Elasticsearch: key, source, version, content digest."""
-    parts = _slices(spark, [(config.index_of(s), s.name) for s in config.sources])
+    own = [s for s in config.sources if not s.dimension]  # a dimension's rows are no key's
+    parts = slices(spark, [(config.index_of(s), s.name) for s in own])
     # (The enriched index is walked by the pipeline's key_field, its documents' own.)
-    return parts.mapInArrow(partial(_scan, config), DOC_SCHEMA)
+    docs = parts.mapInArrow(partial(_scan, config), DOC_SCHEMA)
+    if not config.dimensions:
+        return docs
+    return rebuild_slots.with_rows(spark, config, docs)
 
 
 def history(spark: SparkSession, config: PipelineConfig) -> DataFrame:
@@ -105,10 +113,11 @@ def history(spark: SparkSession, config: PipelineConfig) -> DataFrame:
         F.min("first_ack_at").alias("first_ack_at"),
         F.max_by("versions", at).alias("versions"),
         F.max_by("deleted", at).alias("deleted"),
+        F.max_by("refs", at).alias("refs"),
     )
     fired_at = F.when(F.col("fire.kind") == "ready", F.col("fire.at")).alias("fired_at")
     unfired = F.coalesce(F.col("fire.kind") == "deleted", F.lit(False)).alias("unfired")
-    columns = ("first_ack_at", "versions", "deleted")
+    columns = ("first_ack_at", "versions", "deleted", "refs")
     return last.select("k", fired_at, "expired_at", *columns, unfired)
 
 
@@ -118,18 +127,8 @@ def enriched_events(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     A complete document is its key's ready event; a partial one (``on_timeout
     = "partial"``) its incomplete event.
     """
-    parts = _slices(spark, [(config.enriched_index, "")])
+    parts = slices(spark, [(config.enriched_index, "")])
     return parts.mapInArrow(partial(_scan_enriched, config), "value STRING, topic STRING")
-
-
-def _slices(spark: SparkSession, indexes: list[tuple[str, str]]) -> DataFrame:
-    """A row per (index, source) and slice: one Spark task each."""
-    slices = max(1, spark.sparkContext.defaultParallelism // len(indexes))
-    rows = [(index, source, n, slices) for index, source in indexes for n in range(slices)]
-    return spark.createDataFrame(
-        spark.sparkContext.parallelize(rows, len(rows)),
-        "index STRING, source STRING, slice INT, slices INT",
-    )
 
 
 def _scan_enriched(
@@ -139,9 +138,9 @@ def _scan_enriched(
     import pyarrow as pa
 
     search = {"source": [f"{RESERVED_FIELD}.*"]}
-    for _, hits in _hits(config, batches, search):
+    for _, hits in hits_of(config, batches, search):
         rows = [_as_event(config, hit) for hit in hits]
-        yield pa.RecordBatch.from_pylist(rows, schema=_arrow("value STRING, topic STRING"))
+        yield pa.RecordBatch.from_pylist(rows, schema=arrow("value STRING, topic STRING"))
 
 
 def _as_event(config: PipelineConfig, hit: dict[str, Any]) -> dict[str, Any]:
@@ -158,30 +157,22 @@ def _scan(config: PipelineConfig, batches: Iterator[pa.RecordBatch]) -> Iterator
     """Task: the source documents of the slices in ``batches``: key, source, version, digest."""
     import pyarrow as pa
 
-    for source, hits in _hits(config, batches, {"source": True, "version": True}):
+    for source, hits in hits_of(config, batches, {"source": True, "version": True}):
+        references = config.references_from(source)
         rows = [_doc(hit, source) for hit in hits]
-        yield pa.RecordBatch.from_pylist(rows, schema=_arrow(DOC_SCHEMA))
-
-
-def _hits(
-    config: PipelineConfig, batches: Iterator[pa.RecordBatch], search: dict[str, Any]
-) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """(source, a page of hits) of the slices in ``batches`` (index, source, slice, slices)."""
-    es = es_client.connect(config.elasticsearch)
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-    for batch in batches:
-        for index, source, n, slices in zip(*batch.to_pydict().values(), strict=True):
-            field = config.sort_field(config.source(source)) if source else config.key_field
-            for hits in scan.pages(es, index, field, (n, slices), retry, **search):
-                yield source, hits
+        if references:
+            rows += [slot for hit in hits for slot in rebuild_slots.slot_docs(hit, references)]
+        yield pa.RecordBatch.from_pylist(rows, schema=arrow(DOC_SCHEMA))
 
 
 def _doc(hit: dict[str, Any], source: str) -> dict[str, Any]:
     row = {"k": hit["_id"], "source": source, "version": hit["_version"]}
+    row |= {"ref": None, "ref_version": 0, "slot": False}
     if is_tombstone(hit["_source"]):
         return row | {"digest": None, "deleted": True}
     try:
-        digest: str | None = content_digest(hit["_source"])
+        # The indexer's digest: of the record, without what Fusion kept in the document.
+        digest: str | None = content_digest(record_content(hit["_source"]))
     except (ValueError, RecursionError, TypeError):
         digest = None  # unknown: its next version counts as a change
     return row | {"digest": digest, "deleted": False}
@@ -194,10 +185,7 @@ def _states(now: Now, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBa
     for batch in batches:
         rows = []
         for row in batch.to_pylist():
-            docs = [
-                Doc(d["source"], int(d["version"]), d["digest"], bool(d["deleted"]))
-                for d in row["docs"] or []
-            ]
+            docs = [_doc_of(d) for d in row["docs"] or []]
             past = History(
                 row["fired_at"],
                 row["expired_at"],
@@ -205,20 +193,29 @@ def _states(now: Now, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBa
                 dict(row["versions"] or {}),
                 tuple(row["deleted"] or ()),
                 bool(row["unfired"]),
+                _refs(row["refs"]),
             )
             state = rebuilt_state(docs, past, now)
             if state is not None:
                 rows.append(dict(zip(_STATE_NAMES, (row["k"], *state.to_row()), strict=True)))
-        yield pa.RecordBatch.from_pylist(rows, schema=_arrow(STATE_ROW_SCHEMA))
+        yield pa.RecordBatch.from_pylist(rows, schema=arrow(STATE_ROW_SCHEMA))
 
 
 _STATE_NAMES = ("k", *(name for name, _ in STATE_COLUMNS))
+DOC_COLUMNS = tuple(column.strip().split(" ", 1)[0] for column in DOC_SCHEMA.split(","))
 
 
-def _arrow(ddl: str) -> pa.Schema:
-    """The Arrow schema of a DDL of STRING, BIGINT and BOOLEAN columns."""
-    import pyarrow as pa
+def _refs(refs: Any) -> dict[str, RefPart]:
+    """An event's ``refs`` as ``from_json`` read them (a map of structs, a list of pairs)."""
+    pairs = refs.items() if isinstance(refs, dict) else (refs or [])
+    return {
+        name: RefPart(id=ref["id"], version=ref["version"] or 0, changes=ref["changes"] or 0)
+        for name, ref in pairs
+        if ref is not None
+    }
 
-    kinds = {"STRING": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_()}
-    fields = [column.strip().split(" ", 1) for column in ddl.split(",")]
-    return pa.schema([(name, kinds[kind.strip()]) for name, kind in fields])
+
+def _doc_of(d: dict[str, Any]) -> Doc:
+    ref_version = int(d["ref_version"] or 0)
+    return Doc(d["source"], int(d["version"]), d["digest"], bool(d["deleted"]), d["ref"],
+               ref_version, bool(d["slot"]))  # fmt: skip

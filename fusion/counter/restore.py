@@ -27,18 +27,34 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from fusion.core.events import RefPart
 from fusion.counter.decisions import Now
 from fusion.counter.key_state import KeyState, Seen
+from indexers.dimensions import slot_digest
 
 
 @dataclass(frozen=True)
 class Doc:
-    """A source document of a key in Elasticsearch: its version and content digest."""
+    """A source document of a key in Elasticsearch: its version and content digest.
+
+    A dimension's slot (``ref`` set, or ``slot``): the referrer document's version, the id
+    it names, and that row's version and content digest (``deleted``: the row is not there).
+    """
 
     source: str
     version: int
     digest: str | None
     deleted: bool = False  # the tombstone of a deleted row
+    ref: str | None = None
+    ref_version: int = 0
+    slot: bool = False
+
+    def seen(self, at: str) -> Seen:
+        if not self.slot:
+            return Seen(self.version, self.digest, at, self.deleted)
+        there = not self.deleted and self.ref is not None and self.digest is not None
+        digest = slot_digest(self.ref, self.digest) if there and self.ref and self.digest else None
+        return Seen(self.version, digest, at, not there, self.ref_version, self.ref)
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,7 @@ class History:
     versions: Mapping[str, int] = field(default_factory=dict)  # of its latest event
     deleted: tuple[str, ...] = ()  # of its latest event: sources whose rows were deleted
     unfired: bool = False  # its rows deleted after it fired: its enriched document went
+    refs: Mapping[str, RefPart] = field(default_factory=dict)  # of its latest event: its slots
 
 
 def rebuilt_state(docs: Iterable[Doc], history: History | None, now: Now) -> KeyState | None:
@@ -59,24 +76,34 @@ def rebuilt_state(docs: Iterable[Doc], history: History | None, now: Now) -> Key
     if history is not None and (history.fired_at or history.expired_at):
         at = history.fired_at or history.expired_at or now.iso
         seen = {
-            source: Seen(
-                version,
-                _digest(found.get(source), version),
-                at,
-                source in history.deleted or _deleted(found.get(source), version),
-            )
+            source: _from_event(source, version, history, found.get(source), at)
             for source, version in history.versions.items()
         }
         first = history.first_ack_at or now.iso
         return KeyState(seen, first, now.ms, history.fired_at, history.expired_at)
     if not found:
         return None
-    seen = {s: Seen(doc.version, doc.digest, now.iso, doc.deleted) for s, doc in found.items()}
+    seen = {s: doc.seen(now.iso) for s, doc in found.items()}
     if history is not None and history.unfired and history.first_ack_at:
         # As the live counter does: its deadlines count from its first ack, long past.
         started = _ms(history.first_ack_at)
         return KeyState(seen, history.first_ack_at, started)
     return KeyState(seen, now.iso, now.ms)
+
+
+def _from_event(source: str, version: int, history: History, doc: Doc | None, at: str) -> Seen:
+    """A source's entry as the key's latest event had it; a slot's with its row and changes."""
+    ref = history.refs.get(source)
+    if ref is None:
+        gone = source in history.deleted or _deleted(doc, version)
+        return Seen(version, _digest(doc, version), at, gone)
+    # The slot's digest, if Elasticsearch still holds the row the event names.
+    held = doc is not None and (doc.version, doc.ref_version, doc.ref) == (
+        version, ref.version, ref.id,
+    )  # fmt: skip
+    digest = doc.seen(at).digest if held and doc is not None else None
+    gone = source in history.deleted
+    return Seen(version, digest, at, gone, ref.version, ref.id, ref.changes)
 
 
 def _digest(doc: Doc | None, version: int) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fusion.core.config_dimensions import Reference
 from fusion.core.events import iso_from_ms
 from fusion.counter.decisions import AckSeen, Now, Rules, decide, restored_timer
 from fusion.counter.key_state import Seen
@@ -104,15 +105,17 @@ def test_a_key_unfired_by_a_delete_waits_without_a_deadline_as_the_live_counter_
 
 
 def test_the_rebuilds_rows_have_arrow_schemas_and_a_tombstone_reads_as_deleted() -> None:
-    from fusion.counter import rebuild
+    from fusion.counter import rebuild, rebuild_scan
 
-    documents = rebuild._arrow(rebuild.DOC_SCHEMA)  # every column type the scan writes
+    documents = rebuild_scan.arrow(rebuild.DOC_SCHEMA)  # every column type the scan writes
     assert documents.field("deleted").type == "bool"
-    assert rebuild._arrow(rebuild.STATE_ROW_SCHEMA).names[0] == "k"
+    assert rebuild_scan.arrow(rebuild.STATE_ROW_SCHEMA).names[0] == "k"
     hit = {"_id": "K", "_version": 7, "_source": {"fusion": {"deleted": True, "key": "K"}}}
     assert rebuild._doc(hit, "a") == {
         "k": "K", "source": "a", "version": 7, "digest": None, "deleted": True,
+        "ref": None, "ref_version": 0, "slot": False,
     }  # fmt: skip
+    assert set(rebuild._doc(hit, "a")) == set(documents.names)
     row = rebuild._doc({"_id": "K", "_version": 3, "_source": {"id": "K"}}, "a")
     assert row["deleted"] is False and row["digest"] is not None
 
@@ -126,3 +129,51 @@ def test_a_row_deleted_in_the_latest_event_stays_deleted_though_written_again_si
     assert state is not None and state.deleted == ["b"]
     back = decide("K", state, [_ack("b", 9, "db")], RULES, NOW)
     assert [e.kind for e in back.events] == ["updated"]  # type: ignore[union-attr]
+
+
+def test_a_fired_keys_slot_is_the_row_its_latest_event_names_with_its_changes() -> None:
+    from fusion.core.events import RefPart
+    from indexers.dimensions import slot_digest
+
+    refs = {"brand": RefPart(id="A", version=50, changes=3)}
+    history = History(FIRED, None, FIRED, {"item": 10, "brand": 10}, refs=refs)
+    held = Doc("brand", 10, "row-digest", ref="A", ref_version=50, slot=True)
+    state = rebuilt_state([Doc("item", 10, "di"), held], history, NOW)
+    assert state is not None and state.fired
+    brand = state.seen["brand"]
+    assert (brand.ref, brand.ref_version, brand.changes) == ("A", 50, 3)
+    assert brand.digest == slot_digest("A", "row-digest")  # the row it names is still held
+    moved = Doc("brand", 12, "other", ref="B", ref_version=7, slot=True)
+    newer = rebuilt_state([Doc("item", 12, "di"), moved], history, NOW)
+    assert newer is not None and newer.seen["brand"].digest is None  # the replay brings it
+
+
+def test_a_key_never_fired_has_the_slots_its_documents_name() -> None:
+    from fusion.counter import rebuild_slots
+
+    hit = {"_id": "7", "_version": 10, "_source": {"id": 7, "fusion": {"refs": {"brand": "A"}}}}
+    references = (Reference("item", "brand", "brand_id"), Reference("item", "tax", "tax_id"))
+    brand, tax = rebuild_slots.slot_docs(hit, references)
+    assert (brand["ref"], brand["deleted"], tax["ref"], tax["deleted"]) == ("A", False, None, True)
+    # As the join fills them in: brand A's row at version 50; no tax named.
+    docs = [
+        Doc("item", 10, "di"),
+        Doc("brand", 10, "row", ref="A", ref_version=50, slot=True),
+        Doc("tax", 10, None, deleted=True, slot=True),
+    ]
+    state = rebuilt_state(docs, None, NOW)
+    assert state is not None and state.present == ["brand", "item"]
+    assert state.seen["brand"].ref_version == 50 and state.seen["tax"].deleted
+    rows = rebuild_slots.row_records(
+        [{"_id": "A", "_version": 50, "_source": {"id": "A", "name": "ACME"}}], "brand"
+    )
+    assert rows[0]["row_version"] == 50 and rows[0]["row_digest"] is not None
+
+
+def test_an_events_refs_read_as_arrow_hands_them_over() -> None:
+    from fusion.core.events import RefPart
+    from fusion.counter import rebuild
+
+    arrow_map = [("brand", {"id": "A", "version": 50, "changes": None})]  # pyarrow's map
+    assert rebuild._refs(arrow_map) == {"brand": RefPart(id="A", version=50, changes=0)}
+    assert rebuild._refs(None) == {}
