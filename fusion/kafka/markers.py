@@ -86,7 +86,8 @@ def largest_marker(config: PipelineConfig) -> int:
         for source in config.source_names
         for p in range(config.pipeline.topic_partitions)
     ]
-    wanted += _STAGE_COUNTS + [latency_bucket(bound) for bound in LATENCY_BUCKETS]
+    stage = [n for n in _STAGE_COUNTS if config.dimensions or n not in names.DIMENSION_COUNTS]
+    wanted += stage + [latency_bucket(bound) for bound in LATENCY_BUCKETS]
     rng = random.Random(len(wanted))
     counts = {name: rng.randrange(10**12, 10**13) for name in wanted}
     return len(Marker(str(uuid.uuid4()), 10**12, counts).to_metadata())
@@ -103,7 +104,9 @@ SOURCE_COUNTS = (
     names.SOURCE_DELETED,
 )
 _STAGE_COUNTS = [
-    value for name, value in vars(names).items() if name.isupper() and "." in str(value)
+    value
+    for name, value in vars(names).items()
+    if name.isupper() and isinstance(value, str) and "." in value
 ]
 
 

@@ -111,6 +111,11 @@ class Figures:
         return max(0, made - self._get(names.FANOUT_REQUESTS))
 
     @property
+    def fanout_searches(self) -> int:
+        """Fan-out requests worked: a page of searches each."""
+        return self._get(names.FANOUT_REQUESTS)
+
+    @property
     def fanouts_done(self) -> int:
         return self._get(names.FANOUT_DONE)
 

@@ -74,6 +74,11 @@ FANOUT_KEYS = "fanout.keys"
 FANOUT_DONE = "fanout.done"
 FANOUT_DLQ = "fanout.dlq"
 SLOT_ACKS = "counter.slot_acks"  # slot acks the single query read back and handed on
+# Counted only by a pipeline with dimensions (its markers have room for them).
+DIMENSION_COUNTS = (
+    FANOUT_ASKED, FANOUT_UNCHANGED, FANOUT_CONTINUED, FANOUT_REQUESTS, FANOUT_KEYS, FANOUT_DONE,
+    FANOUT_DLQ, SLOT_ACKS,
+)  # fmt: skip
 
 # The naive baseline (the benchmark's).
 NAIVE_BULK_REQUESTS = "naive.bulk_requests"

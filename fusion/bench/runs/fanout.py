@@ -129,7 +129,7 @@ def rename(config: PipelineConfig, items: int, workdir: Path) -> dict[str, Any]:
         figures = Figures(run.stop()["counters"])
     teardown.delete_all(config)
     seconds = last - sent
-    requests = figures.lookups + figures.counts.get("fanout.requests", 0)
+    requests = figures.lookups + figures.fanout_searches
     return {
         "items": items,
         "seconds": round(seconds, 3),
