@@ -114,16 +114,30 @@ def slot_ack(
     record = item.record
     ref = None if record.deleted else record.refs.get(dimension)
     row = rows.get((dimension, ref)) if ref is not None else None
+    named = (record.key, item.version, dimension, ref)
+    return slot(config, named, row, record.where, acked_at)
+
+
+def slot(
+    config: PipelineConfig,
+    named: tuple[str, int, str, str | None],
+    row: Row | None,
+    where: tuple[str, int, int],
+    acked_at: datetime,
+) -> Ack:
+    """The slot ack of ``named`` (key, its referrer's version, dimension, the id it names):
+    the row, or an empty slot when the row is not there (or is a tombstone)."""
+    key, version, dimension, ref = named
     digest = slot_digest(ref, row.digest) if ref and row and row.digest else None
-    topic, partition, offset = record.where
+    topic, partition, offset = where
     return Ack(
-        key=record.key,
+        key=key,
         source=dimension,
         index=config.index_of(config.source(dimension)),
-        doc_id=ref or record.key,
+        doc_id=ref or key,
         seq_no=row.seq_no if row else 0,
         primary_term=row.primary_term if row else 1,
-        version=item.version,
+        version=version,
         topic=topic,
         partition=partition,
         offset=offset,

@@ -36,7 +36,7 @@ from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job
-from indexers.dimensions import Row, slot_digest
+from indexers.dimensions import Row, slot
 from indexers.records import RawRecord, SourceRecord
 
 
@@ -172,21 +172,5 @@ def _slot(
     config: PipelineConfig, request: FanoutRequest, hit: dict[str, Any], where: Where, at: datetime
 ) -> Ack:
     """Key ``hit``'s slot: its item, at the version found, names the requested row."""
-    digest = slot_digest(request.id, request.digest) if request.digest else None
-    return Ack(
-        key=hit["_id"],
-        source=request.dimension,
-        index=config.index_of(config.source(request.dimension)),
-        doc_id=request.id,
-        seq_no=0,
-        primary_term=1,
-        version=hit["_version"],
-        topic=where[0],
-        partition=where[1],
-        offset=where[2],
-        acked_at=at,
-        digest=digest,
-        deleted=digest is None,
-        ref=request.id,
-        ref_version=request.version,
-    )
+    named = (hit["_id"], hit["_version"], request.dimension, request.id)
+    return slot(config, named, Row(request.version, request.digest), where, at)
