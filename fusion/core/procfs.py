@@ -7,6 +7,7 @@ is gone or unreadable: a process can end between listing and reading.
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,23 @@ def start_ticks(pid: int | str) -> int | None:
         return int(text[text.rindex(")") + 2 :].split()[19])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def exit_status(pid: int | str) -> str | None:
+    """How a process that has exited but was not waited for yet (a zombie) ended:
+    ``exit code N`` or ``killed by signal N (NAME)``; None for a live or unknown one."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+        fields = text[text.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            return None
+        status = int(fields[49])  # field 52 of stat(5): the wait status
+    except (OSError, ValueError, IndexError):
+        return None
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        return f"killed by signal {number} ({signal.Signals(number).name})"
+    return f"exit code {os.WEXITSTATUS(status)}"
 
 
 def boot_id() -> str:

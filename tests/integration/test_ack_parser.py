@@ -61,6 +61,11 @@ AWKWARD: list[bytes | None] = [
     b'{"key": "T-1", "version": -9223372036854775809}',
     b'{"key": "T-1", "version": 12345678901234567890123456789}',
     b'{"key": "T-1", "source": 1.0e-400, "acked_at": 123456789012345678901234567890.5}',
+    # A slot ack's reference (docs/dimensions.md): the row's id and its version.
+    b'{"key": "T-1", "source": "brand", "ref": "17", "ref_version": 4, "version": 9}',
+    b'{"key": "T-1", "source": "brand", "ref": 17, "ref_version": "4"}',
+    b'{"key": "T-1", "source": "brand", "ref": {"id": [1]}, "ref_version": 1e40}',
+    b'{"key": "T-1", "source": "brand", "ref": null, "ref_version": -1}',
 ]
 
 
@@ -113,6 +118,8 @@ def test_the_parser_reads_every_ack_as_from_json(spark: Any) -> None:
         F.lit(None).cast("bigint").alias("count_value"),
         F.lit(None).cast("string").alias("executor"),
         ack["deleted"].alias("deleted"),
+        ack["ref"].alias("ref"),
+        ack["ref_version"].alias("ref_version"),
     )
     parser = spark._jvm.fusion.counter.AckParser
     actual = DataFrame(parser.parse(kafka._jdf), spark)
@@ -126,3 +133,4 @@ def test_the_parser_reads_every_ack_as_from_json(spark: Any) -> None:
     assert any(r["source"] is None and r["version"] is not None for r in awkward)
     assert any(r["k"] == "T-1" and r["version"] is None and r["digest"] for r in awkward)
     assert any(r["k"].startswith("kafka-") for r in awkward)
+    assert any(r["ref"] == "17" and r["ref_version"] == 4 for r in awkward)

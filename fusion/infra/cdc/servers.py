@@ -95,7 +95,9 @@ def _wait(
     while not ready():
         log = f"(its log: {service.process.log_file})"
         if not service.process.is_running():
-            raise ServerStartError(service.name, f"it exited {log}", service.process.log_tail())
+            ended = service.process.how_it_ended()
+            reason = f"it exited{f' ({ended})' if ended else ''} {log}"
+            raise ServerStartError(service.name, reason, service.process.log_tail())
         if time.monotonic() > deadline:
             reason = f"not {what} after {timeout:.0f} s {log}"
             raise ServerStartError(service.name, reason, service.process.log_tail())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 from fusion.core import procfs
 
@@ -50,3 +52,24 @@ def test_a_process_is_read_as_the_kernel_sees_it() -> None:
         child.wait()
     assert procfs.stat(child.pid) is None and procfs.cmdline(child.pid) is None
     assert procfs.peak_mb(child.pid) is None
+
+
+def test_a_child_not_waited_for_tells_how_it_ended() -> None:
+    def ended(child: subprocess.Popen[bytes]) -> str | None:
+        deadline = time.monotonic() + 10
+        while (status := procfs.exit_status(child.pid)) is None:
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.01)
+        return status
+
+    exited = subprocess.Popen(["sh", "-c", "exit 3"])
+    killed = subprocess.Popen(["sleep", "30"])
+    assert procfs.exit_status(killed.pid) is None  # alive
+    killed.send_signal(signal.SIGKILL)
+    try:
+        assert ended(exited) == "exit code 3"
+        assert ended(killed) == "killed by signal 9 (SIGKILL)"
+    finally:
+        exited.wait()
+        killed.wait()
+    assert procfs.exit_status(exited.pid) is None  # waited for: gone
