@@ -44,16 +44,6 @@ def check(spark: SparkSession, config: PipelineConfig, queries: list[str]) -> No
     With ``--rebuild-state`` on a checkpoint that holds state, stop too: there
     is nothing to rebuild, and rebuilding would throw that state away.
     """
-    if config.pipeline.rebuild_state and config.dimensions:
-        # The dimension slots' state (which row each key names, at which version) is not
-        # rebuilt yet (docs/dimensions.md): refuse rather than fire a key twice.
-        raise ConfigError(
-            "--rebuild-state",
-            "",
-            f"pipeline {config.name!r} has dimensions ({', '.join(config.dimensions)}), whose "
-            "slots a rebuild does not restore yet; restore the checkpoint, or start the "
-            "pipeline anew under another name",
-        )
     signs: list[str] = []
     lost: list[str] = []
     for query in queries:

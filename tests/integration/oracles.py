@@ -61,9 +61,11 @@ def settle(
     config: PipelineConfig,
     differences: Callable[[Docs], list[str]],
     seconds: float,
+    *args: str,
 ) -> Docs:
-    """Run the pipeline again until the enriched index has no differences; fail with them."""
-    finish = start_run(config_file, settings, [], tmp_path)
+    """Run the pipeline again (with ``args``) until the enriched index has no differences;
+    fail with them."""
+    finish = start_run(config_file, settings, [], tmp_path, *args)
     docs: Docs = {}
     deadline = time.monotonic() + seconds
     try:

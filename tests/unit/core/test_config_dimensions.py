@@ -144,13 +144,7 @@ def test_a_pipeline_of_dimensions_alone_has_no_key(tmp_path: Path) -> None:
 
 def test_what_does_not_know_dimensions_yet_refuses_them_in_one_line(tmp_path: Path) -> None:
     from fusion.ops.reconcile import reconcile
-    from fusion.spark import resume
 
-    config = _load(
-        tmp_path,
-        ITEMS.replace('key_field = "item_id"', 'key_field = "item_id"\nrebuild_state = true'),
-    )
+    config = _load(tmp_path, ITEMS)
     with pytest.raises(ConfigError, match="rows reconcile does not look up yet"):
         reconcile(None, config)  # type: ignore[arg-type]  # refused before Spark is asked
-    with pytest.raises(ConfigError, match="slots a rebuild does not restore yet"):
-        resume.check(None, config, ["single"])  # type: ignore[arg-type]
