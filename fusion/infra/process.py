@@ -70,15 +70,6 @@ class ManagedProcess:
     def is_running(self) -> bool:
         return self.pid() is not None
 
-    def how_it_ended(self) -> str:
-        """How the process of the pid file ended, when this process started it and has not
-        waited for it (a zombie); else an empty string."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return ""
-        return procfs.exit_status(pid) or ""
-
     def stop(self, timeout: float = 60.0) -> None:
         """Signal the process group (SIGTERM), wait for it, SIGKILL what remains."""
         pid = self.pid()
