@@ -27,7 +27,7 @@ import json
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -140,7 +140,7 @@ def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> 
         alone = _wave(es, config, "N", ordinary, run.check)
         sent = time.time()
         rename_a = (config.topic_of(config.source("brand")), "A", _brand("A", "Rotunda"))
-        during = _wave(es, config, "D", ordinary, run.check, also=[rename_a])
+        during = _wave(es, config, "D", ordinary, run.check, also=(rename_a,))
         _until(lambda: _with_brand(es, config, "Rotunda") >= items, run.check)
         last = _last_enriched(es, config, "I")
         _until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
@@ -169,12 +169,12 @@ def _wave(
     prefix: str,
     items: int,
     check: Callable[[], None],
-    also: list[tuple[str, str, bytes]] = [],  # noqa: B006 (never mutated)
+    also: Sequence[tuple[str, str, bytes]] = (),
 ) -> float:
     """Seconds from sending ``items`` new items of brand B (and ``also`` first) to the last
     one's enriched document."""
     sent = time.time()
-    produce(config, also + _items(config, prefix, items, "B"))
+    produce(config, [*also, *_items(config, prefix, items, "B")])
     _until(lambda: _enriched_of(es, config, prefix) >= items, check)
     return _last_enriched(es, config, prefix) - sent
 
