@@ -44,6 +44,12 @@ from fusion.spark.session import spark_session
 
 log = logging.getLogger("fusion.tests")
 
+# Every Spark driver the tests start (the session they share, each `fusion run` process)
+# lives seconds to minutes on a few hundred records, on two cores that two pytest workers'
+# servers share too: the C2 compiler's work would never pay for itself there. Spark's
+# launcher adds SPARK_SUBMIT_OPTS to each driver's java command; a value you set wins.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+
 KAFKA_IMAGE = "confluentinc/cp-kafka:7.9.0"
 SERVER_LINES: list[str] = []  # repeated in the terminal summary, see tests/conftest.py
 # (guarantee, why) for every test that could not check its guarantee: printed at the end.
