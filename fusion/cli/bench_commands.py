@@ -84,7 +84,7 @@ def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
     sizes = (10_000, 100_000) if args.keys is None else (args.keys,)
-    options = fanout.FanoutOptions(items=sizes, runs=args.runs)
+    options = fanout.FanoutOptions(items=sizes, runs=args.runs, page=args.fanout_page)
     with Tracker(err, "fan-out benchmark", "steps", rate=False) as tracker:
         report = fanout.run_fanout(settings, options, on_step=tracker.step)
     text = fanout.markdown(report)

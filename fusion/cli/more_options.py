@@ -6,8 +6,11 @@ import argparse
 from pathlib import Path
 
 from fusion.cli.help import Commands
+from fusion.core.config_tables import PipelineSection
 from fusion.infra.artifacts import ARTIFACT_SETS
 from fusion.infra.services import SERVICES
+
+FANOUT_PAGE = PipelineSection.model_fields["fanout_page"]
 
 
 def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -215,6 +218,14 @@ def add_bench(commands: Commands) -> None:
         help="instead: a dimension row renamed and every key naming it enriched again "
         "(10,000 and 100,000 of them, --runs each), against the floor of bulk-writing them",
     )
+    bench.add_argument(
+        "--fanout-page",
+        type=_page,
+        default=FANOUT_PAGE.default,
+        metavar="KEYS",
+        help=f"with --fanout: the pipeline's fanout_page, keys per page of a fan-out "
+        f"({FANOUT_PAGE.default:,})",
+    )
     soak = bench.add_argument_group("an hour under load (--soak)")
     soak.add_argument(
         "--soak",
@@ -241,3 +252,14 @@ def add_bench(commands: Commands) -> None:
     scale.add_argument(
         "--out", type=Path, default=Path("bench/results"), help="report directory (bench/results)"
     )
+
+
+def _page(text: str) -> int:
+    """A fan-out page size as the pipeline file takes it: 1 to 1,000,000 keys."""
+    try:
+        page = int(text)
+    except ValueError:
+        page = 0
+    if not 1 <= page <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of keys from 1 to 1,000,000")
+    return page
