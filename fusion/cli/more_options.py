@@ -10,7 +10,12 @@ from fusion.core.config_tables import PipelineSection
 from fusion.infra.artifacts import ARTIFACT_SETS
 from fusion.infra.services import SERVICES
 
+# The pipeline file's own field: the option's default and bounds are its, stated once.
 FANOUT_PAGE = PipelineSection.model_fields["fanout_page"]
+PAGE_MIN, PAGE_MAX = (
+    next(getattr(m, bound) for m in FANOUT_PAGE.metadata if hasattr(m, bound))
+    for bound in ("ge", "le")
+)
 
 
 def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -255,11 +260,12 @@ def add_bench(commands: Commands) -> None:
 
 
 def _page(text: str) -> int:
-    """A fan-out page size as the pipeline file takes it: 1 to 1,000,000 keys."""
+    """A fan-out page size as the pipeline file takes it."""
     try:
         page = int(text)
     except ValueError:
-        page = 0
-    if not 1 <= page <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"{text!r}: a number of keys from 1 to 1,000,000")
+        page = PAGE_MIN - 1
+    if not PAGE_MIN <= page <= PAGE_MAX:
+        message = f"{text!r}: a number of keys from {PAGE_MIN:,} to {PAGE_MAX:,}"
+        raise argparse.ArgumentTypeError(message)
     return page
