@@ -145,6 +145,7 @@ class Soak:
         self.es_restart = "not planned"
         self.restarts: list[float] = []  # when (s) Elasticsearch was restarted
         self.start = 0.0
+        self.produced = 0.0  # seconds the input took to send
         self.stages = pipeline.select(config, None).queries(config)
         self.run_process: PipelineProcess | None = None
 
@@ -175,6 +176,7 @@ class Soak:
         )
         return {
             "keys_sent": len(self.sent),
+            "keys_per_second_sent": round(len(self.sent) / max(self.produced, 1e-9), 1),
             "keys_enriched": len(enriched),
             "keys_lost": len(lost),
             # Why: reported incomplete (by reason), or never reported (still on its way).
@@ -199,8 +201,11 @@ class Soak:
             data = steady_dataset(
                 self.config, self.rate, CHUNK_SECONDS, self.options.seed + n, f"W{n:05d}"
             )
-            _, last_send = produce_timed(self.config, data, self.rate * self.options.sources)
+            due = self.start + n * CHUNK_SECONDS
+            records_per_second = self.rate * self.options.sources
+            _, last_send = produce_timed(self.config, data, records_per_second, due)
             self.sent.update(last_send)
+        self.produced = time.time() - self.start
 
     def _disturb(self, producing: threading.Thread, duration: float) -> None:
         """Kill and restart the pipeline on schedule, restart Elasticsearch once."""

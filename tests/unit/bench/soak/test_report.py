@@ -18,14 +18,32 @@ def _sample(at: float, rss: float) -> Sample:
     return Sample(at, pipeline_rss_mb=rss, servers_rss_mb=2_000, state_keys=500, lag_records=3)
 
 
-def test_windows_take_the_keys_sent_in_them_and_average_the_samples() -> None:
+def test_windows_take_the_keys_enriched_in_them_and_average_the_samples() -> None:
     samples = [_sample(10, 1_000), _sample(50, 1_100), _sample(70, 1_200)]
     latencies = [(5.0, 1.0), (30.0, 2.0), (59.9, 9.0), (61.0, 0.5)]
     rows = windows(samples, latencies, window=60, duration=120)
     assert [row["start_minute"] for row in rows] == [0, 1]
-    assert rows[0]["keys"] == 3 and rows[0]["latency_p99_seconds"] == 9.0
+    assert rows[0]["keys"] == 2 and rows[0]["latency_p99_seconds"] == 2.0
     assert rows[0]["pipeline_rss_mb"] == 1_050 and rows[1]["pipeline_rss_mb"] == 1_200
-    assert rows[1]["latency_p99_seconds"] == 0.5
+    assert rows[1]["keys"] == 2 and rows[1]["latency_p99_seconds"] == 9.0
+    assert rows[0]["sent_p99_seconds"] == 9.0 and rows[1]["sent_p99_seconds"] == 0.5
+
+
+def test_keys_in_flight_at_the_next_windows_kill_count_in_the_kills_window() -> None:
+    # Steady 1 s latency; a kill at 120 s holds the keys sent in 119-120 s until 150 s.
+    latencies = [(at / 10, 30.0 if 1190 <= at < 1200 else 1.0) for at in range(1, 1800)]
+    rows = windows([], latencies, window=60, duration=180, disturbances=[120.0])
+    assert rows[1]["disturbed"] == 0.0 and rows[1]["latency_p99_seconds"] == 1.0
+    assert rows[1]["sent_p99_seconds"] == 30.0  # the send window would blame the quiet one
+    assert rows[2]["disturbed"] == 1.0 and rows[2]["latency_p99_seconds"] == 30.0
+
+
+def test_keys_enriched_after_the_input_have_a_window_held_to_nothing() -> None:
+    latencies = [(50.0, 1.0), (119.0, 20.0)]
+    samples = [_sample(30, 1_000), _sample(90, 1_000), _sample(130, 9_000)]
+    rows = windows(samples, latencies, window=60, duration=120)
+    assert [row["after_input"] for row in rows] == [0.0, 0.0, 1.0] and rows[2]["keys"] == 1
+    assert flatness(rows)["pipeline_rss_mb"]["slope_per_hour"] == 0.0
 
 
 def test_the_slope_is_per_hour_and_zero_for_a_level_series() -> None:
@@ -85,7 +103,8 @@ def test_the_report_says_what_ran_and_each_verdict() -> None:
 def test_latency_and_lag_are_held_to_flat_over_the_windows_without_a_kill() -> None:
     rows = windows(
         [_sample(at, 1_000) for at in range(10, 600, 10)],
-        [(at, 30.0 if 300 <= at < 360 else 1.0) for at in range(600)],
+        # (sent, latency) of keys enriched each second; the kill's window waits 30 s.
+        [(at - 30.0, 30.0) if 300 <= at < 360 else (at - 1.0, 1.0) for at in range(1, 600)],
         window=60,
         duration=600,
         disturbances=[310.0],
