@@ -38,7 +38,9 @@ from elasticsearch import Elasticsearch, helpers
 from fusion import pipeline
 from fusion.bench.generator import produce
 from fusion.bench.process import PipelineProcess
+from fusion.bench.proctree import cpu_by_part
 from fusion.bench.report import git_commit, machine
+from fusion.bench.soak.servers import server_pids
 from fusion.core.config import PipelineConfig
 from fusion.core.config_tables import PipelineSection
 from fusion.core.events import now_iso
@@ -146,7 +148,11 @@ def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> 
         last = _last_enriched(es, config, "I")
         _until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
                run.check)  # fmt: skip
+        assert run.process is not None
+        servers = server_pids(config)
+        before = cpu_by_part(run.process.pid, servers)
         alone = _rename_alone(es, config, items, run.check)
+        spent = cpu_by_part(run.process.pid, servers)
         figures = Figures(run.stop()["counters"])
     teardown.delete_all(config)
     seconds = last - sent
@@ -157,6 +163,8 @@ def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> 
         "items_per_second": round(items / seconds, 1),
         "seconds_alone": round(alone, 3),
         "items_per_second_alone": round(items / alone, 1),
+        # Where the cores went while the rename alone ran: cores busy, by part.
+        "cores_alone": {k: round((spent[k] - before.get(k, 0.0)) / alone, 2) for k in spent},
         "keys_told": figures.fanout_keys,
         "es_requests": requests,
         # Both renames' items, and the waves' lookups too.
@@ -279,6 +287,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"{m['new_keys_per_second_during']:,.0f} ({m['new_keys_fraction_during']:.2f}) | "
             f"{_alone(m)} |"
         )
+    lines += _cores(report)
     return "\n".join(lines) + "\n"
 
 
@@ -288,3 +297,14 @@ def _alone(median: dict[str, Any]) -> str:
         return "-"
     each = ", ".join(f"{r:,.0f}" for r in median["rates_alone"])
     return f"{median['median_alone']:,.0f} ({each})"
+
+
+def _cores(report: dict[str, Any]) -> list[str]:
+    """Where the cores went in the rename alone of each size's median run, a line each."""
+    out = []
+    for size, found in report["sizes"].items():
+        cores = found["median"].get("cores_alone")
+        if cores:
+            parts = ", ".join(f"{name} {value:.2f}" for name, value in cores.items())
+            out.append(f"- {int(size):,} items, the rename alone, cores busy: {parts}")
+    return ["", *out] if out else []
