@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol, TypeVar
 
@@ -15,6 +15,20 @@ def tree_cpu_seconds(root: int) -> float:
     """CPU seconds (user + system) of ``root`` and every process under it."""
     stats = [procfs.stat(pid) for pid in procfs.descendants(root)]
     return sum(s.cpu_ticks for s in stats if s is not None) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_part(root: int, servers: Mapping[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each part: the run's ``jvm``, ``worker`` and ``driver``
+    processes (:func:`kind_of`), and each server's process tree by name."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parts = dict.fromkeys(("jvm", "worker", "driver"), 0.0)
+    for pid in procfs.descendants(root):
+        kind, stat = kind_of(pid), procfs.stat(pid)
+        if kind is not None and stat is not None:
+            parts[kind] += stat.cpu_ticks / ticks
+    for name, pid in servers.items():
+        parts[name] = tree_cpu_seconds(pid)
+    return parts
 
 
 def kind_of(pid: int) -> str | None:

@@ -16,7 +16,12 @@ dimension, docs/dimensions.md). Per size and run:
    fraction of the floor), the Elasticsearch requests per item (the fan-out's
    searches and the enricher's lookups, from that run's counts), and the
    second wave's new keys per second as a fraction of the first's: what the
-   fan-out leaves the rest of the pipeline (the issue asks at least half).
+   fan-out leaves the rest of the pipeline (the issue asks at least half);
+4. brand A renamed again with nothing else sent (the rename alone: its items
+   per second, and which process took the cores meanwhile), then one more
+   wave of new items alone. The faster of the two waves alone is the rate the
+   wave during the fan-out is compared with: the first can meet the restart's
+   own work (Elasticsearch merging what the first run loaded).
 
 Each figure is the median of the runs, beside the floor of its own run.
 """
@@ -38,8 +43,11 @@ from elasticsearch import Elasticsearch, helpers
 from fusion import pipeline
 from fusion.bench.generator import produce
 from fusion.bench.process import PipelineProcess
+from fusion.bench.proctree import cpu_by_part
 from fusion.bench.report import git_commit, machine
+from fusion.bench.soak.servers import server_pids
 from fusion.core.config import PipelineConfig
+from fusion.core.config_tables import PipelineSection
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
@@ -52,7 +60,7 @@ from fusion.ops import teardown
 class FanoutOptions:
     items: tuple[int, ...] = (10_000, 100_000)
     runs: int = 3
-    page: int = 5_000  # fanout_page
+    page: int = PipelineSection.model_fields["fanout_page"].default
     ordinary: int = 5_000  # new items per wave, with and without a fan-out
 
 
@@ -145,6 +153,14 @@ def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> 
         last = _last_enriched(es, config, "I")
         _until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
                run.check)  # fmt: skip
+        assert run.process is not None
+        servers = server_pids(config)
+        before = cpu_by_part(run.process.pid, servers)
+        renamed_alone = _rename_alone(es, config, items, run.check)
+        spent = cpu_by_part(run.process.pid, servers)
+        # New keys alone once more: the first wave can meet the restart's own work
+        # (Elasticsearch merging the load), and the faster of the two is the one compared.
+        again = _wave(es, config, "M", ordinary, run.check)
         figures = Figures(run.stop()["counters"])
     teardown.delete_all(config)
     seconds = last - sent
@@ -153,14 +169,33 @@ def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> 
         "items": items,
         "seconds": round(seconds, 3),
         "items_per_second": round(items / seconds, 1),
+        "seconds_alone": round(renamed_alone, 3),
+        "items_per_second_alone": round(items / renamed_alone, 1),
+        # Where the cores went while the rename alone ran: cores busy, by part.
+        "cores_alone": {
+            k: round((spent[k] - before.get(k, 0.0)) / renamed_alone, 2) for k in spent
+        },
         "keys_told": figures.fanout_keys,
         "es_requests": requests,
-        "es_requests_per_item": round(requests / items, 4),
+        # Both renames' items, and the waves' lookups too.
+        "es_requests_per_item": round(requests / (2 * items), 4),
         "enricher_lookups": figures.lookups,
-        "new_keys_per_second_alone": round(ordinary / alone, 1),
+        "new_keys_per_second_alone": round(ordinary / min(alone, again), 1),
+        "new_keys_per_second_alone_waves": [round(ordinary / alone, 1), round(ordinary / again, 1)],
         "new_keys_per_second_during": round(ordinary / during, 1),
-        "new_keys_fraction_during": round(alone / during, 3),
+        "new_keys_fraction_during": round(min(alone, again) / during, 3),
     }
+
+
+def _rename_alone(
+    es: Elasticsearch, config: PipelineConfig, items: int, check: Callable[[], None]
+) -> float:
+    """Seconds from brand A's second rename, with nothing else sent, to its last item's
+    enriched document."""
+    sent = time.time()
+    produce(config, [(config.topic_of(config.source("brand")), "A", _brand("A", "Zenith"))])
+    _until(lambda: _with_brand(es, config, "Zenith") >= items, check)
+    return _last_enriched(es, config, "I") - sent
 
 
 def _wave(
@@ -233,7 +268,12 @@ def _until(condition: Callable[[], bool], check: Callable[[], None]) -> None:
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run of the median time (the lower middle), with every run's rate."""
     ordered = sorted(runs, key=lambda r: r["seconds"])
-    return ordered[(len(ordered) - 1) // 2] | {"rates": [r["items_per_second"] for r in runs]}
+    alone = sorted(r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r)
+    return ordered[(len(ordered) - 1) // 2] | {
+        "rates": [r["items_per_second"] for r in runs],
+        "rates_alone": [r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r],
+        "median_alone": alone[(len(alone) - 1) // 2] if alone else None,
+    }
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -245,8 +285,8 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "| items | brand record → last item enriched (s) | items/s (each run) | floor items/s "
         "| fraction of the floor | ES requests per item | new keys/s alone → during the "
-        "fan-out (fraction) |",
-        "|---:|---:|---|---:|---:|---:|---|",
+        "fan-out (fraction) | renamed alone: items/s (each run) |",
+        "|---:|---:|---|---:|---:|---:|---|---|",
     ]
     for size, found in report["sizes"].items():
         m = found["median"]
@@ -255,6 +295,27 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {int(size):,} | {m['seconds']:.1f} | {m['items_per_second']:,.0f} ({each}) | "
             f"{m['floor_items_per_second']:,} | {m['fraction_of_floor']:.2f} | "
             f"{m['es_requests_per_item']:.4f} | {m['new_keys_per_second_alone']:,.0f} → "
-            f"{m['new_keys_per_second_during']:,.0f} ({m['new_keys_fraction_during']:.2f}) |"
+            f"{m['new_keys_per_second_during']:,.0f} ({m['new_keys_fraction_during']:.2f}) | "
+            f"{_alone(m)} |"
         )
+    lines += _cores(report)
     return "\n".join(lines) + "\n"
+
+
+def _alone(median: dict[str, Any]) -> str:
+    """The second rename, alone: its median and each run's items/s; - before it was timed."""
+    if median.get("median_alone") is None:
+        return "-"
+    each = ", ".join(f"{r:,.0f}" for r in median["rates_alone"])
+    return f"{median['median_alone']:,.0f} ({each})"
+
+
+def _cores(report: dict[str, Any]) -> list[str]:
+    """Where the cores went in the rename alone of each size's median run, a line each."""
+    out = []
+    for size, found in report["sizes"].items():
+        cores = found["median"].get("cores_alone")
+        if cores:
+            parts = ", ".join(f"{name} {value:.2f}" for name, value in cores.items())
+            out.append(f"- {int(size):,} items, the rename alone, cores busy: {parts}")
+    return ["", *out] if out else []

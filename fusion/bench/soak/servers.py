@@ -62,18 +62,24 @@ def _local(config: PipelineConfig) -> LocalRuntime | None:
     return runtime if same and served.kafka_bootstrap == config.kafka.bootstrap else None
 
 
+def server_pids(config: PipelineConfig) -> dict[str, int]:
+    """The local Kafka's and Elasticsearch's process ids by name; none if the servers are
+    not the local runtime's."""
+    runtime = _local(config)
+    if runtime is None:
+        return {}
+    pids = {service.name: service.process.pid() for service in runtime.services()}
+    return {name: pid for name, pid in pids.items() if pid is not None}
+
+
 def servers_rss_mb(config: PipelineConfig) -> int:
     """Resident memory of the local Kafka and Elasticsearch (every process of each); 0 if
     the servers are not the local runtime's."""
-    runtime = _local(config)
-    if runtime is None:
-        return 0
-    total = 0
-    for service in runtime.services():
-        pid = service.process.pid()
-        if pid is not None:
-            total += sum(procfs.rss_mb(p) or 0 for p in procfs.descendants(pid))
-    return total
+    return sum(
+        procfs.rss_mb(p) or 0
+        for pid in server_pids(config).values()
+        for p in procfs.descendants(pid)
+    )
 
 
 def restart_elasticsearch(config: PipelineConfig) -> str:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from fusion.bench.proctree import tree_cpu_seconds, watch_peaks
+from fusion.bench.proctree import cpu_by_part, tree_cpu_seconds, watch_peaks
 
 
 @contextmanager
@@ -73,3 +73,12 @@ def test_the_memory_report_states_the_limits_fusion_run_derives() -> None:
     }
     data["spark"]["conf"]["spark.driver.memory"] = "3g"
     assert jvm_limits_mb(PipelineConfig.model_validate(data))["heap"] == 3072
+
+
+def test_the_cpu_split_names_each_part_and_each_server() -> None:
+    spin = "t=time.process_time()\nwhile time.process_time()-t<0.3: pass"
+    with _child(spin) as worker, _child(spin) as server:
+        parts = cpu_by_part(worker.pid, {"elasticsearch": server.pid})
+    # A Python process that is not Spark's worker counts as the run's driver.
+    assert set(parts) == {"jvm", "worker", "driver", "elasticsearch"}
+    assert parts["driver"] >= 0.3 and parts["elasticsearch"] >= 0.3 and parts["jvm"] == 0

@@ -8,9 +8,9 @@ from fusion.cli import parser
 
 
 def test_the_fanout_page_defaults_to_the_pipelines_and_takes_a_size() -> None:
-    assert parser.build().parse_args(["bench", "--fanout"]).fanout_page == 5_000
-    args = parser.build().parse_args(["bench", "--fanout", "--fanout-page", "25000"])
-    assert args.fanout_page == 25_000
+    assert parser.build().parse_args(["bench", "--fanout"]).fanout_page == 25_000
+    args = parser.build().parse_args(["bench", "--fanout", "--fanout-page", "5000"])
+    assert args.fanout_page == 5_000
 
 
 @pytest.mark.parametrize("page", ["0", "-5", "1000001", "many"])

@@ -17,7 +17,9 @@ def test_the_report_is_the_median_run_beside_its_floor() -> None:
         {"items": 10_000, "seconds": s, "items_per_second": 10_000 / s,
          "es_requests_per_item": 0.002, "floor_items_per_second": 20_000,
          "fraction_of_floor": 10_000 / s / 20_000, "new_keys_per_second_alone": 1_000.0,
-         "new_keys_per_second_during": 600.0, "new_keys_fraction_during": 0.6}
+         "new_keys_per_second_during": 600.0, "new_keys_fraction_during": 0.6,
+         "items_per_second_alone": 10_000 / (s - 1),
+         "cores_alone": {"jvm": 0.5, "worker": 0.25, "elasticsearch": s}}
         for s in (4.0, 2.0, 2.5)
     ]  # fmt: skip
     median = _median(runs)
@@ -28,6 +30,22 @@ def test_the_report_is_the_median_run_beside_its_floor() -> None:
     }  # fmt: skip
     row = (
         "| 10,000 | 2.5 | 4,000 (2,500, 5,000, 4,000) | 20,000 | 0.20 | 0.0020 "
-        "| 1,000 → 600 (0.60) |"
+        "| 1,000 → 600 (0.60) | 6,667 (3,333, 10,000, 6,667) |"
     )
     assert row in markdown(report)
+    assert (
+        "- 10,000 items, the rename alone, cores busy: jvm 0.50, worker 0.25, "
+        "elasticsearch 2.50" in markdown(report)
+    )
+
+
+def test_a_report_from_before_the_rename_alone_was_timed_says_so() -> None:
+    run = {"items": 10, "seconds": 1.0, "items_per_second": 10.0, "es_requests_per_item": 0.1,
+           "floor_items_per_second": 20, "fraction_of_floor": 0.5,
+           "new_keys_per_second_alone": 5.0, "new_keys_per_second_during": 5.0,
+           "new_keys_fraction_during": 1.0}  # fmt: skip
+    report = {
+        "page": 5, "runs": 1, "date": "d", "commit": "c", "machine": {"cores": 2},
+        "sizes": {"10": {"median": _median([run]), "runs": [run]}},
+    }  # fmt: skip
+    assert markdown(report).rstrip().endswith("| 5 → 5 (1.00) | - |")

@@ -112,8 +112,10 @@ public final class Decisions {
       if (change) {
         changed.add(ack.source());
       }
-      long changes = before == null ? 0 : before.changes();
-      if (change && rules.dimensions().contains(ack.source())) {
+      boolean dimension = rules.dimensions().contains(ack.source());
+      // A new slot counts from now (ms): decisions._first_count says why.
+      long changes = before != null ? before.changes() : dimension ? now.ms() : 0;
+      if (change && dimension) {
         changes++;
       }
       String digest = ack.deleted() ? null : ack.digest();
