@@ -79,7 +79,7 @@ def bench_formats_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import report as report_files
-    from fusion.bench.runs import fanout
+    from fusion.bench.runs import fanout, fanout_report
 
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
@@ -87,7 +87,7 @@ def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
     options = fanout.FanoutOptions(items=sizes, runs=args.runs, page=args.fanout_page)
     with Tracker(err, "fan-out benchmark", "steps", rate=False) as tracker:
         report = fanout.run_fanout(settings, options, on_step=tracker.step)
-    text = fanout.markdown(report)
+    text = fanout_report.markdown(report)
     return print_bench(text, report_files.write_text_files(args.out, "fanout", report, text))
 
 

@@ -198,20 +198,15 @@ def _count(es: Elasticsearch, index: str) -> int:
 def produce_timed(
     config: PipelineConfig, dataset: Dataset, rate: float, due: float | None = None
 ) -> tuple[float, dict[str, float]]:
-    """Send the records, at ``rate`` per second if set; return first and per-key last send time.
-
-    ``due``: when (epoch seconds) the first record was due. A caller that sends
-    chunk after chunk passes its schedule, so that a chunk started late (its
-    generation, a new producer) catches up instead of lowering the rate.
-    """
+    """Send at ``rate`` per second if set, the first record ``due`` (epoch s; late: catch
+    up) if given; return when the first was due and each key's last send time."""
     publisher = Publisher(config.kafka, {"linger.ms": 5, "batch.num.messages": 10_000})
     last_send: dict[str, float] = {}
     first = time.time() if due is None else due
     # Pace in steps of up to 100 records, at least 50 steps a second.
     every = max(1, min(100, int(rate / 50)))
     for sent, (topic, key, value) in enumerate(dataset.records):
-        if rate and sent % every == 0:
-            # Ahead of schedule means wait for it.
+        if rate and sent % every == 0:  # ahead of schedule: wait for it
             ahead = first + sent / rate - time.time()
             if ahead > 0:
                 time.sleep(ahead)

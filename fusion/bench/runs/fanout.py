@@ -45,6 +45,7 @@ from fusion.bench.generator import produce
 from fusion.bench.process import PipelineProcess
 from fusion.bench.proctree import cpu_by_part
 from fusion.bench.report import git_commit, machine
+from fusion.bench.runs.fanout_report import median_run
 from fusion.bench.soak.servers import server_pids
 from fusion.core.config import PipelineConfig
 from fusion.core.config_tables import PipelineSection
@@ -117,7 +118,7 @@ def run_fanout(
             rate = result["items_per_second"]
             runs.append(result | {"floor_items_per_second": round(items / floor)}
                         | {"fraction_of_floor": round(rate / (items / floor), 3)})  # fmt: skip
-        sizes[str(items)] = {"median": _median(runs), "runs": runs}
+        sizes[str(items)] = {"median": median_run(runs), "runs": runs}
     return {
         "kind": "fanout",
         "page": options.page,
@@ -263,59 +264,3 @@ def _until(condition: Callable[[], bool], check: Callable[[], None]) -> None:
     while not condition():
         check()
         time.sleep(0.5)
-
-
-def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run of the median time (the lower middle), with every run's rate."""
-    ordered = sorted(runs, key=lambda r: r["seconds"])
-    alone = sorted(r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r)
-    return ordered[(len(ordered) - 1) // 2] | {
-        "rates": [r["items_per_second"] for r in runs],
-        "rates_alone": [r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r],
-        "median_alone": alone[(len(alone) - 1) // 2] if alone else None,
-    }
-
-
-def markdown(report: dict[str, Any]) -> str:
-    lines = [
-        f"A brand renamed, every item naming it enriched again (`fanout_page` "
-        f"{report['page']:,}); {report['machine']['cores']} cores; commit {report['commit']}, "
-        f"{report['date']}. Median of {report['runs']} runs, each beside its own floor (the "
-        "items' enriched documents bulk-written from Python):",
-        "",
-        "| items | brand record → last item enriched (s) | items/s (each run) | floor items/s "
-        "| fraction of the floor | ES requests per item | new keys/s alone → during the "
-        "fan-out (fraction) | renamed alone: items/s (each run) |",
-        "|---:|---:|---|---:|---:|---:|---|---|",
-    ]
-    for size, found in report["sizes"].items():
-        m = found["median"]
-        each = ", ".join(f"{r:,.0f}" for r in m["rates"])
-        lines.append(
-            f"| {int(size):,} | {m['seconds']:.1f} | {m['items_per_second']:,.0f} ({each}) | "
-            f"{m['floor_items_per_second']:,} | {m['fraction_of_floor']:.2f} | "
-            f"{m['es_requests_per_item']:.4f} | {m['new_keys_per_second_alone']:,.0f} → "
-            f"{m['new_keys_per_second_during']:,.0f} ({m['new_keys_fraction_during']:.2f}) | "
-            f"{_alone(m)} |"
-        )
-    lines += _cores(report)
-    return "\n".join(lines) + "\n"
-
-
-def _alone(median: dict[str, Any]) -> str:
-    """The second rename, alone: its median and each run's items/s; - before it was timed."""
-    if median.get("median_alone") is None:
-        return "-"
-    each = ", ".join(f"{r:,.0f}" for r in median["rates_alone"])
-    return f"{median['median_alone']:,.0f} ({each})"
-
-
-def _cores(report: dict[str, Any]) -> list[str]:
-    """Where the cores went in the rename alone of each size's median run, a line each."""
-    out = []
-    for size, found in report["sizes"].items():
-        cores = found["median"].get("cores_alone")
-        if cores:
-            parts = ", ".join(f"{name} {value:.2f}" for name, value in cores.items())
-            out.append(f"- {int(size):,} items, the rename alone, cores busy: {parts}")
-    return ["", *out] if out else []

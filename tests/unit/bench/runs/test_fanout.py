@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fusion.bench.runs.fanout import _median, fanout_config, markdown
+from fusion.bench.runs.fanout import fanout_config
+from fusion.bench.runs.fanout_report import markdown, median_run
 from fusion.core.settings import Settings
 
 
@@ -22,7 +23,7 @@ def test_the_report_is_the_median_run_beside_its_floor() -> None:
          "cores_alone": {"jvm": 0.5, "worker": 0.25, "elasticsearch": s}}
         for s in (4.0, 2.0, 2.5)
     ]  # fmt: skip
-    median = _median(runs)
+    median = median_run(runs)
     assert median["seconds"] == 2.5 and median["rates"] == [2_500, 5_000, 4_000]
     report = {
         "page": 5_000, "runs": 3, "date": "d", "commit": "c", "machine": {"cores": 2},
@@ -46,6 +47,6 @@ def test_a_report_from_before_the_rename_alone_was_timed_says_so() -> None:
            "new_keys_fraction_during": 1.0}  # fmt: skip
     report = {
         "page": 5, "runs": 1, "date": "d", "commit": "c", "machine": {"cores": 2},
-        "sizes": {"10": {"median": _median([run]), "runs": [run]}},
+        "sizes": {"10": {"median": median_run([run]), "runs": [run]}},
     }  # fmt: skip
     assert markdown(report).rstrip().endswith("| 5 → 5 (1.00) | - |")

@@ -112,8 +112,7 @@ public final class Decisions {
       if (change) {
         changed.add(ack.source());
       }
-      boolean dimension = rules.dimensions().contains(ack.source());
-      // A new slot counts from now (ms): decisions._first_count says why.
+      boolean dimension = rules.dimensions().contains(ack.source()); // new slot: from now (ms)
       long changes = before != null ? before.changes() : dimension ? now.ms() : 0;
       if (change && dimension) {
         changes++;
