@@ -20,8 +20,9 @@ dimension, docs/dimensions.md). Per size and run:
 4. brand A renamed again with nothing else sent (the rename alone: its items
    per second, and which process took the cores meanwhile), then one more
    wave of new items alone. The faster of the two waves alone is the rate the
-   wave during the fan-out is compared with: the first can meet the restart's
-   own work (Elasticsearch merging what the first run loaded).
+   wave during the fan-out is compared with: the first can meet work of the
+   restart's own (in one session it ran at a quarter of the wave during the
+   fan-out in all three runs).
 
 Each figure is the median of the runs, beside the floor of its own run.
 """
@@ -159,8 +160,8 @@ def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> 
         before = cpu_by_part(run.process.pid, servers)
         renamed_alone = _rename_alone(es, config, items, run.check)
         spent = cpu_by_part(run.process.pid, servers)
-        # New keys alone once more: the first wave can meet the restart's own work
-        # (Elasticsearch merging the load), and the faster of the two is the one compared.
+        # New keys alone once more: the first wave can meet work of the restart's own;
+        # the faster of the two is the one compared.
         again = _wave(es, config, "M", ordinary, run.check)
         figures = Figures(run.stop()["counters"])
     teardown.delete_all(config)
