@@ -97,21 +97,21 @@ def _seen(before: Seen | None, ack: AckSeen, changed: bool, rules: Rules, now: N
     dimension = ack.source in rules.dimensions
     changes = before.changes if before else _first_count(dimension, now)
     if changed and dimension:
-        changes = max(changes + 1, now.ms)
+        changes += 1
     digest = None if ack.deleted else ack.digest
     at = ack.acked_at or ""
     return Seen(ack.order[0], digest, at, ack.deleted, ack.ref_version, ack.ref, changes)
 
 
 def _first_count(dimension: bool, now: Now) -> int:
-    """Where a new slot's count of changes starts: the batch's time in milliseconds.
+    """Where a new slot's count of changes starts: at the batch's time in milliseconds.
 
-    The enriched version adds the count, so it must never go back, nor repeat
-    for other content. So a change counts ``max(count + 1, now)``, and a new
-    slot starts at now. A key forgotten at its state TTL and seen again counts
-    on above what it had; a change decided again after a crash, perhaps with a
-    later one in its place, counts above what the crashed attempt wrote to
-    Elasticsearch, which no transaction takes back.
+    The enriched version adds the count, so it must never go back. A key forgotten
+    at its state TTL and seen again starts a new slot; started at zero, its count
+    would restart below the one its enriched document was written with, and the
+    next write would be refused as stale. A key is forgotten only ``state_ttl``
+    after its last change, so the time now is above any count its earlier slot
+    reached unless that slot changed more than once a millisecond over its life.
     """
     return now.ms if dimension else 0
 

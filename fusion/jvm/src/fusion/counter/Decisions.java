@@ -112,10 +112,10 @@ public final class Decisions {
       if (change) {
         changed.add(ack.source());
       }
-      boolean dimension = rules.dimensions().contains(ack.source());
+      boolean dimension = rules.dimensions().contains(ack.source()); // new slot: from now (ms)
       long changes = before != null ? before.changes() : dimension ? now.ms() : 0;
       if (change && dimension) {
-        changes = Math.max(changes + 1, now.ms()); // decisions._first_count says why
+        changes++;
       }
       String digest = ack.deleted() ? null : ack.digest();
       seen.put(
