@@ -63,7 +63,7 @@ def decide(
         change = _is_change(before, ack)
         if change:
             changed.add(ack.source)
-        seen[ack.source] = _seen(before, ack, change, rules, now)
+        seen[ack.source] = _seen(before, ack, change, rules)
     if first is None:
         return Decision(state, rejected=rejected)
     if state is None:
@@ -93,27 +93,13 @@ def _is_change(before: Seen | None, ack: AckSeen) -> bool:
     return ack.digest is None or not same
 
 
-def _seen(before: Seen | None, ack: AckSeen, changed: bool, rules: Rules, now: Now) -> Seen:
-    dimension = ack.source in rules.dimensions
-    changes = before.changes if before else _first_count(dimension, now)
-    if changed and dimension:
+def _seen(before: Seen | None, ack: AckSeen, changed: bool, rules: Rules) -> Seen:
+    changes = before.changes if before else 0
+    if changed and ack.source in rules.dimensions:
         changes += 1
     digest = None if ack.deleted else ack.digest
     at = ack.acked_at or ""
     return Seen(ack.order[0], digest, at, ack.deleted, ack.ref_version, ack.ref, changes)
-
-
-def _first_count(dimension: bool, now: Now) -> int:
-    """Where a new slot's count of changes starts: at the batch's time in milliseconds.
-
-    The enriched version adds the count, so it must never go back. A key forgotten
-    at its state TTL and seen again starts a new slot; started at zero, its count
-    would restart below the one its enriched document was written with, and the
-    next write would be refused as stale. A key is forgotten only ``state_ttl``
-    after its last change, so the time now is above any count its earlier slot
-    reached unless that slot changed more than once a millisecond over its life.
-    """
-    return now.ms if dimension else 0
 
 
 def _after_fire(key: str, state: KeyState, changed: set[str], rules: Rules, now: Now) -> Decision:

@@ -49,15 +49,12 @@ class Doc:
     ref_version: int = 0
     slot: bool = False
 
-    def seen(self, at: str, now_ms: int = 0) -> Seen:
-        """Its entry as the live counter would have made it at ``now_ms``: a slot counts its
-        changes from then, and a row there is its first change (decisions._first_count)."""
+    def seen(self, at: str) -> Seen:
         if not self.slot:
             return Seen(self.version, self.digest, at, self.deleted)
         there = not self.deleted and self.ref is not None and self.digest is not None
         digest = slot_digest(self.ref, self.digest) if there and self.ref and self.digest else None
-        changes = now_ms + (1 if there else 0)
-        return Seen(self.version, digest, at, not there, self.ref_version, self.ref, changes)
+        return Seen(self.version, digest, at, not there, self.ref_version, self.ref)
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ def rebuilt_state(docs: Iterable[Doc], history: History | None, now: Now) -> Key
         return KeyState(seen, first, now.ms, history.fired_at, history.expired_at)
     if not found:
         return None
-    seen = {s: doc.seen(now.iso, now.ms) for s, doc in found.items()}
+    seen = {s: doc.seen(now.iso) for s, doc in found.items()}
     if history is not None and history.unfired and history.first_ack_at:
         # As the live counter does: its deadlines count from its first ack, long past.
         started = _ms(history.first_ack_at)

@@ -112,9 +112,8 @@ public final class Decisions {
       if (change) {
         changed.add(ack.source());
       }
-      boolean dimension = rules.dimensions().contains(ack.source()); // new slot: from now (ms)
-      long changes = before != null ? before.changes() : dimension ? now.ms() : 0;
-      if (change && dimension) {
+      long changes = before == null ? 0 : before.changes();
+      if (change && rules.dimensions().contains(ack.source())) {
         changes++;
       }
       String digest = ack.deleted() ? null : ack.digest();
