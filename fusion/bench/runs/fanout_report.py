@@ -8,11 +8,11 @@ from typing import Any
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run of the median time (the lower middle), with every run's rate."""
     ordered = sorted(runs, key=lambda r: r["seconds"])
-    alone = sorted(r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r)
+    alone = [r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r]
     return ordered[(len(ordered) - 1) // 2] | {
         "rates": [r["items_per_second"] for r in runs],
-        "rates_alone": [r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r],
-        "median_alone": alone[(len(alone) - 1) // 2] if alone else None,
+        "rates_alone": alone,
+        "median_alone": sorted(alone)[(len(alone) - 1) // 2] if alone else None,
     }
 
 

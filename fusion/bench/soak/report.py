@@ -69,8 +69,9 @@ def windows(
     ``latencies``: (when the key's last record was sent, its latency), both in
     seconds; ``disturbances``: when (seconds) a kill or a restart happened.
     """
+    # The input's windows, and on to the one that holds the last key enriched.
     last = max((sent + lat for sent, lat in latencies), default=0.0)
-    count = max(1, math.ceil(max(duration, last + 1e-9) / window - 1e-9))
+    count = max(1, math.ceil(duration / window), int(last // window) + 1)
     out: list[dict[str, float | None]] = []
     for n in range(count):
         start, end = n * window, (n + 1) * window
