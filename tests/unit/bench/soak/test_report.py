@@ -46,6 +46,15 @@ def test_keys_enriched_after_the_input_have_a_window_held_to_nothing() -> None:
     assert flatness(rows)["pipeline_rss_mb"]["slope_per_hour"] == 0.0
 
 
+def test_a_window_nothing_was_enriched_in_says_so_and_the_next_still_counts() -> None:
+    # The restart after a kill outlasting a window, then its backlog in the next.
+    latencies = [(10.0, 1.0), (70.0, 75.0)]
+
+    rows = windows([], latencies, window=60, duration=120)
+
+    assert [(r["keys"], r["latency_p99_seconds"]) for r in rows] == [(1, 1.0), (0, None), (1, 75.0)]
+
+
 def test_the_slope_is_per_hour_and_zero_for_a_level_series() -> None:
     assert slope_per_hour([(0, 5.0), (5, 5.0), (10, 5.0)]) == 0
     assert slope_per_hour([(0, 0.0), (30, 10.0), (60, 20.0)]) == pytest.approx(20.0)
