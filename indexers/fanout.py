@@ -1,8 +1,9 @@
 """The fan-out's executor task: a page of keys per changed dimension row (docs/dimensions.md).
 
 A dimension's indexer task asks for a fan-out of each row it wrote
-(:func:`requests_for`). A task of the fan-out topic's partition then, for each
-row asked for (the newest request of a row in the batch wins):
+(:func:`requests_for`), and does the small ones itself (:mod:`indexers.fanout_first`);
+the others go on the fan-out topic. A task of the fan-out topic's partition
+then, for each row asked for (the newest request of a row in the batch wins):
 
 1. searches the referrer's index for the documents that name the row (a
    ``term`` query on ``fusion.refs.<dimension>``, sorted by key, after the
@@ -20,6 +21,7 @@ newer than what the counter has).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -99,27 +101,54 @@ def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]
         except AckError as exc:
             dead.append(DeadLetter.of(str(exc), "indexer", None, raw.where, raw.value, None))
     metrics = Metrics()
-    acks: list[Ack] = []
-    again: list[FanoutRequest] = []
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-    for request, where in newest_per_row(requests):
-        page, after = search_page(job.elasticsearch(), config, request, where, retry, metrics)
-        acks += page
-        if after is not None:
-            keys = request.keys + len(page)
-            again.append(request.model_copy(update={"after": after, "keys": keys}))
+    newest = newest_per_row(requests)
+    page = config.pipeline.fanout_page
+    pages = work_pages(job, [(r, where, page) for r, where in newest], metrics)
     out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
-    out += [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in again]
-    out += ack_records(config.slots_topic, acks)
+    out += pages.records(config)
     counts = {
         names.FANOUT_REQUESTS: len(raws),
-        names.FANOUT_CONTINUED: len(again),
-        names.FANOUT_KEYS: len(acks),
-        names.FANOUT_DONE: len(newest_per_row(requests)) - len(again),
+        names.FANOUT_CONTINUED: len(pages.again),
+        names.FANOUT_KEYS: len(pages.acks),
+        names.FANOUT_DONE: len(newest) - len(pages.again),
         names.FANOUT_DLQ: len(dead),
         names.ES_RETRIES: metrics.get(names.ES_RETRIES),
     }
     return out, counts
+
+
+@dataclass(frozen=True)
+class Pages:
+    """What pages of fan-out requests made: their slot acks, the requests that continue
+    (after their page's last key) and the ones left for the fan-out topic (not searched)."""
+
+    acks: list[Ack]
+    again: list[FanoutRequest]
+    left: list[FanoutRequest]
+
+    def records(self, config: PipelineConfig) -> list[Any]:
+        """The requests to put (back) on the fan-out topic, then the slot acks."""
+        topic = config.fanout_topic
+        out: list[Any] = [(topic, r.kafka_key, r.to_bytes()) for r in self.again + self.left]
+        return out + ack_records(config.slots_topic, self.acks)
+
+
+def work_pages(
+    job: Job, requests: Sequence[tuple[FanoutRequest, Where, int]], metrics: Metrics
+) -> Pages:
+    """A page of each request, of the size given with it."""
+    config = job.config
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    acks: list[Ack] = []
+    again: list[FanoutRequest] = []
+    for request, where, size in requests:
+        page, after = search_page(job.elasticsearch(), config, request, where, retry, metrics, size)
+        acks += page
+        if after is not None:
+            again.append(
+                request.model_copy(update={"after": after, "keys": request.keys + len(page)})
+            )
+    return Pages(acks, again, [])
 
 
 SEARCH_SIZE = 10_000  # hits one search returns at the most (index.max_result_window)
@@ -132,8 +161,9 @@ def search_page(
     where: Where,
     retry: RetryPolicy,
     metrics: Metrics,
+    page_size: int,
 ) -> tuple[list[Ack], list[Any] | None]:
-    """The slot acks of one page (``fanout_page`` keys naming the row, in searches of up to
+    """The slot acks of one page (``page_size`` keys naming the row, in searches of up to
     :data:`SEARCH_SIZE`), and the cursor of the next page (None: this was the last)."""
     reference = next(r for r in config.references if r.dimension == request.dimension)
     referrer = config.source(reference.referrer)
@@ -141,8 +171,8 @@ def search_page(
     sort = [{config.sort_field(referrer): "asc"}]
     query = {"term": {f"{STORED_REFS}.{request.dimension}": request.id}}
     after, hits = request.after, list[dict[str, Any]]()
-    while len(hits) < config.pipeline.fanout_page:
-        size = min(SEARCH_SIZE, config.pipeline.fanout_page - len(hits))
+    while len(hits) < page_size:
+        size = min(SEARCH_SIZE, page_size - len(hits))
 
         def call(after: list[Any] | None = after, size: int = size) -> dict[str, Any]:
             return dict(

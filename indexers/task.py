@@ -35,7 +35,8 @@ from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
 from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
-from indexers.fanout import fan_out, requests_for, worth_a_fanout
+from indexers.fanout import fan_out, worth_a_fanout
+from indexers.fanout_first import first_pages
 from indexers.records import (
     RawRecord,
     SourceRecord,
@@ -152,11 +153,10 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         )
     if spec.dimension:
         # A row keyed by its own id is no part of a key: its change goes to the keys
-        # that name it, by a fan-out (indexers/fanout.py), not to the counter.
+        # that name it, by a fan-out (indexers/fanout_first.py, indexers/fanout.py), not to
+        # the counter.
         changed = [i for i in written.confirmed if worth_a_fanout(i, before.get(i.record.key))]
-        requests = requests_for(source, changed, now_utc())
-        out += [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in requests]
-        retries.add(names.FANOUT_ASKED, len(requests))
+        out += first_pages(job, source, changed, retries)
         retries.add(names.FANOUT_UNCHANGED, len(written.confirmed) - len(changed))
         acks = []
     out += ack_records(config.acks_topic, acks)
@@ -172,10 +172,16 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
             item.record.deleted for item in written.confirmed
         ),
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
-        names.FANOUT_ASKED: retries.get(names.FANOUT_ASKED),
-        names.FANOUT_UNCHANGED: retries.get(names.FANOUT_UNCHANGED),
     }
+    counts |= {name: retries.get(name) for name in FANOUT_COUNTS}
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
+
+
+# What a dimension's task counts of its rows' fan-outs (asked, and their first pages worked).
+FANOUT_COUNTS = (
+    names.FANOUT_ASKED, names.FANOUT_UNCHANGED, names.FANOUT_REQUESTS, names.FANOUT_CONTINUED,
+    names.FANOUT_KEYS, names.FANOUT_DONE,
+)  # fmt: skip
 
 
 def _rows_before(

@@ -10,9 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
-import random
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -116,50 +114,3 @@ def group_members(pgid: int, marker: str | None = None) -> list[int]:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
-
-
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A free port below the kernel's ephemeral range, or one the kernel hands out.
-
-    Not bind-to-0 first: that port comes from the range the kernel also gives
-    outgoing connections, so between this call and the server's bind a client
-    of another server could take it (a CI run lost Kafka's listener so).
-    """
-    low = _ephemeral_low()
-    for _ in range(200):
-        port = random.randrange(10_000, low) if low > 11_000 else 0
-        if port and _binds(port, host):
-            return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        bound: int = sock.getsockname()[1]
-        return bound
-
-
-def _ephemeral_low() -> int:
-    try:
-        return int(EPHEMERAL_RANGE.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _binds(port: int, host: str) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from fusion.core import procfs
+from fusion.core.ports import free_port, port_is_free
 from fusion.infra.elasticsearch import get_json
 from fusion.infra.errors import InfraError, PortInUseError
-from fusion.infra.process import ManagedProcess, free_port, port_is_free
+from fusion.infra.process import ManagedProcess
 from fusion.infra.secure import SecureMaterial
 
 Service = Literal["kafka", "elasticsearch", "spark"]

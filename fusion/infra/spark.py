@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fusion.core.ports import port_is_free
 from fusion.infra.elasticsearch import get_json
 from fusion.infra.errors import InfraError, PortInUseError, ServerStartError
 from fusion.infra.java import java_home
-from fusion.infra.process import ManagedProcess, port_is_free
+from fusion.infra.process import ManagedProcess
 from fusion.infra.services import ServiceStatus, companion_port, spark_version
 
 

@@ -34,11 +34,11 @@ import pytest
 
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
+from fusion.core.ports import free_port
 from fusion.core.settings import RuntimeSettings
 from fusion.infra.containers import engine as docker
 from fusion.infra.containers.compose import Project
 from fusion.infra.errors import ServiceNotHealthyError
-from fusion.infra.process import free_port
 from tests.integration.pipelines import assert_exact_join
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,12 +30,12 @@ import pytest
 from confluent_kafka.cimpl import NewTopic
 from elasticsearch import Elasticsearch
 
+from fusion.core.ports import free_port
 from fusion.core.settings import ElasticsearchSettings, RuntimeSettings, Settings
 from fusion.elastic import client as es_client
 from fusion.infra.cdc.postgres import LocalPostgres
 from fusion.infra.cdc.servers import start_cdc, wait_cdc
 from fusion.infra.errors import ServerStartError
-from fusion.infra.process import free_port
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.services import Endpoints
 from fusion.infra.spark import LocalSparkCluster, SparkPorts

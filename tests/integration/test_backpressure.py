@@ -21,6 +21,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.core.ports import free_port
 from fusion.core.settings import ElasticsearchSettings, Settings
 from fusion.elastic import client as es_client
 from fusion.elastic.bulk import Target, write_documents
@@ -28,7 +29,6 @@ from fusion.elastic.errors import IndexingError
 from fusion.elastic.retry import RetryPolicy
 from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch
 from fusion.infra.java import elasticsearch_java_home
-from fusion.infra.process import free_port
 from fusion.infra.runtime import LocalRuntime
 from fusion.kafka import topics as kafka_topics
 from fusion.observe.figures import Figures

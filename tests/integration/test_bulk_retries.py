@@ -10,11 +10,11 @@ from collections.abc import Callable
 import pytest
 from elasticsearch import Elasticsearch
 
+from fusion.core.ports import free_port
 from fusion.core.settings import ElasticsearchSettings
 from fusion.elastic.bulk import Target, write_documents
 from fusion.elastic.errors import IndexingError
 from fusion.elastic.retry import RetryPolicy
-from fusion.infra.process import free_port
 from fusion.observe.metrics import Metrics
 from tests.integration.pipelines import parsed_records
 

@@ -11,9 +11,10 @@ import pytest
 
 from fusion.cli.main import main
 from fusion.core.errors import ExitCode
+from fusion.core.ports import free_port
 from fusion.core.settings import Settings
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION
-from fusion.infra.process import free_port, group_members
+from fusion.infra.process import group_members
 from fusion.infra.runtime import LocalRuntime
 
 

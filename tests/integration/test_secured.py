@@ -33,12 +33,12 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import CredentialsError, ExitCode
+from fusion.core.ports import free_port
 from fusion.core.settings import RuntimeSettings, Settings
 from fusion.elastic import client as es_client
 from fusion.elastic import indexes as es_indexes
 from fusion.infra.elasticsearch import ES_USER as ES_NODE_USER
 from fusion.infra.java import elasticsearch_java_home
-from fusion.infra.process import free_port
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.secure import ES_USER as FUSION_USER
 from fusion.infra.secure import SecureMaterial

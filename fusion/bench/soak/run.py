@@ -42,8 +42,8 @@ from fusion.bench.soak.servers import Outputs, restart_elasticsearch, servers_rs
 from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
+from fusion.core.ports import free_port
 from fusion.core.settings import Settings
-from fusion.infra.process import free_port
 from fusion.kafka import lag
 from fusion.ops import teardown
 

@@ -6,8 +6,8 @@ import pytest
 
 from fusion.core.connections import ElasticsearchSettings, redact_url
 from fusion.core.errors import ServiceUnavailableError
+from fusion.core.ports import free_port
 from fusion.elastic import client as es_client
-from fusion.infra.process import free_port
 
 
 @pytest.mark.parametrize(

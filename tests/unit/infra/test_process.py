@@ -3,13 +3,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fusion.infra.process import (
-    EPHEMERAL_RANGE,
-    ManagedProcess,
-    free_port,
-    group_members,
-    port_is_free,
-)
+from fusion.infra.process import ManagedProcess, group_members
 
 
 def test_stop_ends_the_whole_process_group(tmp_path: Path) -> None:
@@ -45,19 +39,3 @@ def test_log_tail_returns_last_lines(tmp_path: Path) -> None:
     process.log_file.write_text("\n".join(f"line {i}" for i in range(30)))
 
     assert process.log_tail(2) == "line 28\nline 29"
-
-
-def test_free_port_is_free() -> None:
-    port = free_port()
-
-    assert port_is_free(port)
-
-
-def test_a_free_port_is_none_an_outgoing_connection_could_take() -> None:
-    # The kernel picks the local port of every outgoing connection from this range: a server's
-    # port chosen inside it can be taken by a client before the server binds it.
-    low, high = (int(n) for n in EPHEMERAL_RANGE.read_text().split())
-
-    ports = {free_port() for _ in range(20)}
-
-    assert all(not low <= port <= high for port in ports), (low, high, sorted(ports))

@@ -1,0 +1,87 @@
+"""Small fan-outs done by the task that wrote their row, one micro-batch sooner.
+
+A dimension's indexer task, right after its ``refresh=wait_for`` write of the
+changed rows, counts the keys naming each row (one ``terms`` aggregation for
+all of them) and does the fan-outs that fit in :data:`FIRST_PAGES` keys over
+all: their pages searched, their slot acks published in its own transaction.
+The others go on the fan-out topic, untouched, and are paged there a batch
+later as before (:mod:`indexers.fanout`).
+
+Why only the small ones: most of a small fan-out's time is the fixed cost of a
+micro-batch, which this saves; a large one pages on the topic anyway, and a
+page worked here holds the batch of the new keys beside it (docs/benchmark.md).
+
+The count and the search both come after the rows' write, so whichever of an
+item naming a row and the row's write came second still sees the other
+(docs/dimensions.md): a row counted with no key naming it needs no search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from acks.fanout import FanoutRequest
+from fusion.core.config import STORED_REFS
+from fusion.core.events import now_utc
+from fusion.elastic.bulk import Confirmed
+from fusion.elastic.retry import RetryPolicy, call_with_retries
+from fusion.observe import names
+from fusion.observe.metrics import Metrics
+from fusion.spark.tasks import Job
+from indexers.fanout import Pages, Where, requests_for, work_pages
+from indexers.records import SourceRecord
+
+# The keys a dimension's task tells at once, over all the rows it wrote: one search's worth.
+FIRST_PAGES = 10_000
+
+
+def first_pages(
+    job: Job, dimension: str, changed: Sequence[Confirmed[SourceRecord]], metrics: Metrics
+) -> list[Any]:
+    """The output records of the fan-outs of the rows ``changed``: the small ones done, the
+    others asked of the fan-out topic."""
+    requests = requests_for(dimension, changed, now_utc())
+    naming = naming_counts(job, dimension, [r.id for r in requests], metrics) if requests else {}
+    fits: list[tuple[FanoutRequest, Where, int]] = []
+    left: list[FanoutRequest] = []
+    room = min(job.config.pipeline.fanout_page, FIRST_PAGES)
+    for request, item in zip(requests, changed, strict=True):
+        keys = naming.get(request.id, 0)
+        if 0 < keys <= room:
+            # One more than counted: a page that comes back short is the whole fan-out.
+            fits.append((request, item.record.where, keys + 1))
+            room -= keys
+        elif keys:
+            left.append(request)
+    done = work_pages(job, fits, metrics)
+    pages = Pages(done.acks, done.again, left)
+    worked = len(requests) - len(pages.left)  # a row no key names is done without a search
+    metrics.add(names.FANOUT_ASKED, len(requests))
+    metrics.add(names.FANOUT_REQUESTS, worked)  # asked and worked at once: none pending
+    metrics.add(names.FANOUT_CONTINUED, len(pages.again))
+    metrics.add(names.FANOUT_KEYS, len(pages.acks))
+    metrics.add(names.FANOUT_DONE, worked - len(pages.again))
+    return pages.records(job.config)
+
+
+def naming_counts(job: Job, dimension: str, ids: list[str], metrics: Metrics) -> dict[str, int]:
+    """How many keys' documents name each of the rows ``ids`` (a ``terms`` aggregation)."""
+    config = job.config
+    reference = next(r for r in config.references if r.dimension == dimension)
+    index = config.index_of(config.source(reference.referrer))
+    field = f"{STORED_REFS}.{dimension}"
+    es = job.elasticsearch()
+
+    def call() -> dict[str, Any]:
+        return dict(
+            es.search(
+                index=index, size=0, query={"terms": {field: ids}}, track_total_hits=False,
+                aggs={"naming": {"terms": {"field": field, "size": len(ids)}}},
+            )
+        )  # fmt: skip
+
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    found = call_with_retries(call, f"fan-out count of {index}", retry, metrics)
+    buckets = found["aggregations"]["naming"]["buckets"]
+    return {str(b["key"]): int(b["doc_count"]) for b in buckets}
