@@ -58,7 +58,7 @@ def change_of(value: Any) -> Change:
 
 def _enveloped(event: dict[str, Any]) -> Change:
     op = event["op"]
-    if op in OPS_WITH_AFTER:
+    if isinstance(op, str) and op in OPS_WITH_AFTER:
         row = event.get("after")
         if not isinstance(row, dict):
             raise NotAChange(f"a change event of op {op!r} ({OPS_WITH_AFTER[op]}) without 'after'")

@@ -31,6 +31,7 @@ def test_a_delete_carries_the_row_before_and_the_flattened_form_says_deleted() -
     ("event", "reason"),
     [
         ({"op": "x", "after": ROW}, "unknown op 'x'"),
+        ({"op": [], "after": ROW}, r"unknown op \[\]"),  # a list is unhashable: no TypeError
         ({"op": "d", "before": None}, "a delete (op 'd') without 'before'"),
         ({"op": "u", "after": None}, "op 'u' (update) without 'after'"),
         ({"schema": {}, "payload": [1]}, "'payload' is not an object"),
