@@ -119,18 +119,20 @@ def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]
 
 @dataclass(frozen=True)
 class Pages:
-    """What pages of fan-out requests made: their slot acks, the requests that continue
-    (after their page's last key) and the ones left for the fan-out topic (not searched)."""
+    """What pages of fan-out requests made: their slot acks, and the requests that continue
+    after their page's last key."""
 
     acks: list[Ack]
     again: list[FanoutRequest]
-    left: list[FanoutRequest]
 
     def records(self, config: PipelineConfig) -> list[Any]:
-        """The requests to put (back) on the fan-out topic, then the slot acks."""
-        topic = config.fanout_topic
-        out: list[Any] = [(topic, r.kafka_key, r.to_bytes()) for r in self.again + self.left]
-        return out + ack_records(config.slots_topic, self.acks)
+        """The requests that continue, on the fan-out topic, then the slot acks."""
+        return request_records(config, self.again) + ack_records(config.slots_topic, self.acks)
+
+
+def request_records(config: PipelineConfig, requests: Iterable[FanoutRequest]) -> list[Any]:
+    """Fan-out requests as records of the fan-out topic."""
+    return [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in requests]
 
 
 def work_pages(
@@ -148,7 +150,7 @@ def work_pages(
             again.append(
                 request.model_copy(update={"after": after, "keys": request.keys + len(page)})
             )
-    return Pages(acks, again, [])
+    return Pages(acks, again)
 
 
 SEARCH_SIZE = 10_000  # hits one search returns at the most (index.max_result_window)
@@ -165,8 +167,7 @@ def search_page(
 ) -> tuple[list[Ack], list[Any] | None]:
     """The slot acks of one page (``page_size`` keys naming the row, in searches of up to
     :data:`SEARCH_SIZE`), and the cursor of the next page (None: this was the last)."""
-    reference = next(r for r in config.references if r.dimension == request.dimension)
-    referrer = config.source(reference.referrer)
+    referrer = config.source(config.referrer_of(request.dimension))
     index = config.index_of(referrer)
     sort = [{config.sort_field(referrer): "asc"}]
     query = {"term": {f"{STORED_REFS}.{request.dimension}": request.id}}

@@ -29,7 +29,7 @@ from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job
-from indexers.fanout import Pages, Where, requests_for, work_pages
+from indexers.fanout import Where, request_records, requests_for, work_pages
 from indexers.records import SourceRecord
 
 # The keys a dimension's task tells at once, over all the rows it wrote: one search's worth.
@@ -54,22 +54,20 @@ def first_pages(
             room -= keys
         elif keys:
             left.append(request)
-    done = work_pages(job, fits, metrics)
-    pages = Pages(done.acks, done.again, left)
-    worked = len(requests) - len(pages.left)  # a row no key names is done without a search
+    pages = work_pages(job, fits, metrics)
+    worked = len(requests) - len(left)  # a row no key names is done without a search
     metrics.add(names.FANOUT_ASKED, len(requests))
     metrics.add(names.FANOUT_REQUESTS, worked)  # asked and worked at once: none pending
     metrics.add(names.FANOUT_CONTINUED, len(pages.again))
     metrics.add(names.FANOUT_KEYS, len(pages.acks))
     metrics.add(names.FANOUT_DONE, worked - len(pages.again))
-    return pages.records(job.config)
+    return pages.records(job.config) + request_records(job.config, left)
 
 
 def naming_counts(job: Job, dimension: str, ids: list[str], metrics: Metrics) -> dict[str, int]:
     """How many keys' documents name each of the rows ``ids`` (a ``terms`` aggregation)."""
     config = job.config
-    reference = next(r for r in config.references if r.dimension == dimension)
-    index = config.index_of(config.source(reference.referrer))
+    index = config.index_of(config.source(config.referrer_of(dimension)))
     field = f"{STORED_REFS}.{dimension}"
     es = job.elasticsearch()
 

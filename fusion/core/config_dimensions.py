@@ -49,6 +49,10 @@ class Dimensional:
         """The references of ``source``'s records (none for most sources)."""
         return tuple(r for r in self.references if r.referrer == source)
 
+    def referrer_of(self, dimension: str) -> str:
+        """The source whose records name ``dimension``'s rows (one, checked at load)."""
+        return next(r.referrer for r in self.references if r.dimension == dimension)
+
     @property
     def dimensions(self) -> tuple[str, ...]:
         """The sources keyed by their own key, joined through a reference."""

@@ -124,6 +124,7 @@ def test_status_names_the_oldest_change_whose_fan_out_waits(
     from acks.fanout import FanoutRequest
     from fusion.kafka.lag import stage_markers
     from fusion.kafka.pending import oldest_pending
+    from indexers.fanout import request_records
 
     config = _config(settings, tmp_path)
     kafka_topics.ensure_topics(config)
@@ -133,7 +134,7 @@ def test_status_names_the_oldest_change_whose_fan_out_waits(
             FanoutRequest(dimension="brand", id=b, version=1, digest="d", requested_at=at)
             for b, at in zip("ABC", times, strict=True)
         ]
-        produce(config, [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in requests])
+        produce(config, request_records(config, requests))
         # No query worked any of them: the oldest is the 10:01 change, whichever partition.
         assert oldest_pending(config, stage_markers(config)) == times[1]
         no_dimensions = config.model_copy(update={"sources": config.sources[:2]})
