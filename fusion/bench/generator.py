@@ -164,20 +164,28 @@ def produce(
     config: PipelineConfig,
     records: Iterable[tuple[str, str, bytes]],
     progress: Callable[[int], None] | None = None,
+    publisher: Publisher | None = None,
 ) -> int:
     """Send the records, keyed by join key; return how many Kafka confirmed.
 
     ``progress`` hears the count sent so far every ``PROGRESS_EVERY`` records.
+    ``publisher``: one already connected (:func:`bench_publisher`), else a new one.
     """
-    publisher = Publisher(config.kafka, {"linger.ms": 20, "batch.num.messages": 10_000})
+    publisher = publisher or bench_publisher(config)
+    before = publisher.sent
     for topic, key, value in records:
         publisher.send(topic, key, value)
-        if progress is not None and publisher.sent % PROGRESS_EVERY == 0:
-            progress(publisher.sent)
+        if progress is not None and (publisher.sent - before) % PROGRESS_EVERY == 0:
+            progress(publisher.sent - before)
     publisher.flush()
     if progress is not None:
-        progress(publisher.sent)
-    return publisher.sent
+        progress(publisher.sent - before)
+    return publisher.sent - before
+
+
+def bench_publisher(config: PipelineConfig) -> Publisher:
+    """The benchmarks' producer: batches of up to 10,000 records, 20 ms linger."""
+    return Publisher(config.kafka, {"linger.ms": 20, "batch.num.messages": 10_000})
 
 
 def write_expected(dataset: Dataset, path: Path) -> None:

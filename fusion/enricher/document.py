@@ -111,3 +111,26 @@ def enriched_version(found: Mapping[str, FoundDoc], dimensions: Sequence[str] = 
     instead (docs/dimensions.md).
     """
     return sum(doc.version for name, doc in found.items() if name not in dimensions)
+
+
+def next_version(
+    found: Mapping[str, FoundDoc],
+    dimensions: Sequence[str],
+    changes: int,
+    written: int | None = None,
+) -> int:
+    """The version to write a key's enriched document with.
+
+    Without dimensions, :func:`enriched_version`. With them, that plus the
+    slots' ``changes``; and above ``written`` (the version the key's enriched
+    document has now) in any case: the counter's count of changes starts from
+    zero for a key it no longer remembers (its state TTL ran out,
+    docs/dimensions.md), and the document must still get a higher version than
+    the one it has, or Elasticsearch refuses it as stale. Batches write a key
+    one after the other, so the document there is never newer than this one;
+    a replayed batch rewrites the same content a version higher.
+    """
+    version = enriched_version(found, dimensions) + changes
+    if not dimensions or written is None:
+        return version
+    return max(version, written + 1)

@@ -33,6 +33,9 @@ from indexers.records import is_tombstone
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 RowIds = Mapping[str, Mapping[str, str]]  # key -> dimension -> the id of the row it names
+Target = tuple[str, SourceConfig | None]  # a document's _id, and its source (None: enriched)
+# Where a key's enriched document is found: a name no source may have.
+WRITTEN = RESERVED_FIELD
 T = TypeVar("T")
 
 
@@ -43,26 +46,30 @@ def fetch(
     metrics: Metrics,
     retry: RetryPolicy | None = None,
     rows: RowIds | None = None,
+    written: bool = False,
 ) -> Found:
     """Documents of every source for ``keys``; a key lacks the sources not found.
 
     A dimension's row is looked up by the id ``rows`` gives for the key (docs/dimensions.md),
-    each distinct row once however many keys name it.
+    each distinct row once however many keys name it. ``written``: each key's enriched
+    document too, in the same requests, found under :data:`WRITTEN` (its version only).
     """
     retry = retry or RetryPolicy()
     rows = rows or {}
+    enriched: list[Target] = [(key, None) for key in keys] if written else []
+    targets = _wanted(config, keys, rows) + enriched
     if config.pipeline.lookup == "per-source":
-        return _per_source(es, config, keys, metrics, retry, rows)
-    return _batched(es, config, keys, metrics, retry, rows)
+        fetched = _per_source(es, config, targets, metrics, retry)
+    else:
+        fetched = _batched(es, config, targets, metrics, retry)
+    return _place(config, keys, rows, fetched)
 
 
-def _wanted(
-    config: PipelineConfig, keys: Sequence[str], rows: RowIds
-) -> list[tuple[str, SourceConfig]]:
+def _wanted(config: PipelineConfig, keys: Sequence[str], rows: RowIds) -> list[Target]:
     """Each document to fetch once: (its _id, its source): a key's own sources' documents,
     and the distinct dimension rows the keys name."""
     own = [s for s in config.sources if not s.dimension]
-    wanted = [(key, source) for key in keys for source in own]
+    wanted: list[Target] = [(key, source) for key in keys for source in own]
     named = sorted({(dim, ref) for key in keys for dim, ref in rows.get(key, {}).items()})
     return wanted + [(ref, config.source(dim)) for dim, ref in named]
 
@@ -98,14 +105,13 @@ def _counted(
 def _per_source(
     es: Elasticsearch,
     config: PipelineConfig,
-    keys: Sequence[str],
+    targets: Sequence[Target],
     metrics: Metrics,
     retry: RetryPolicy,
-    rows: RowIds,
 ) -> Found:
     fetched: Found = {}
-    for doc_id, source in _wanted(config, keys, rows):
-        index = config.index_of(source)
+    for doc_id, source in targets:
+        index = _index(config, source)
         try:
             hit = _counted(
                 partial(es.get, index=index, id=doc_id), f"GET {index}", metrics, retry, index
@@ -114,8 +120,25 @@ def _per_source(
             if index_gone(exc):
                 raise IndexGoneError(index, f"GET: {exc.message}") from None
             continue  # the index is there, the document is not
-        fetched.setdefault(doc_id, {})[source.name] = _found(config, source, dict(hit))
-    return _place(config, keys, rows, fetched)
+        _keep(config, fetched, doc_id, source, dict(hit))
+    return fetched
+
+
+def _index(config: PipelineConfig, source: SourceConfig | None) -> str:
+    return config.enriched_index if source is None else config.index_of(source)
+
+
+def _keep(
+    config: PipelineConfig,
+    fetched: Found,
+    doc_id: str,
+    source: SourceConfig | None,
+    hit: Mapping[str, Any],
+) -> None:
+    if source is None:
+        fetched.setdefault(doc_id, {})[WRITTEN] = FoundDoc({}, hit["_version"])
+    else:
+        fetched.setdefault(doc_id, {})[source.name] = _found(config, source, hit)
 
 
 def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any]) -> FoundDoc:
@@ -140,20 +163,19 @@ def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any])
 def _batched(
     es: Elasticsearch,
     config: PipelineConfig,
-    keys: Sequence[str],
+    targets: Sequence[Target],
     metrics: Metrics,
     retry: RetryPolicy,
-    rows: RowIds,
 ) -> Found:
     fetched: Found = {}
-    for chunk in _chunks(_wanted(config, keys, rows), config.pipeline.mget_chunk):
-        docs = [{"_index": config.index_of(source), "_id": doc_id} for doc_id, source in chunk]
+    for chunk in _chunks(targets, config.pipeline.mget_chunk):
+        docs = [{"_index": _index(config, source), "_id": doc_id} for doc_id, source in chunk]
         indexes = ",".join(sorted({doc["_index"] for doc in docs}))
         hits = _counted(partial(mget, es, docs), "_mget", metrics, retry, indexes)
         for (doc_id, source), hit in zip(chunk, hits, strict=True):
             if hit.get("found"):
-                fetched.setdefault(doc_id, {})[source.name] = _found(config, source, dict(hit))
-    return _place(config, keys, rows, fetched)
+                _keep(config, fetched, doc_id, source, dict(hit))
+    return fetched
 
 
 def mget(es: Elasticsearch, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

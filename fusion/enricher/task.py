@@ -9,7 +9,8 @@ In this order:
    whose documents are no longer all in Elasticsearch becomes a dead letter;
 4. bulk-write the enriched documents: ``_id`` = key, external version = the sum
    of the source versions, so a replay rewrites the same document and an
-   enrichment from older source documents never overwrites a newer one;
+   enrichment from older source documents never overwrites a newer one (with
+   dimensions, :func:`~fusion.enricher.document.next_version`);
 5. hand the enriched records and the dead letters to the executor's writer,
    which publishes them in one Kafka transaction with the batch marker
    (:mod:`fusion.spark.tasks`): exactly once per batch.
@@ -41,7 +42,7 @@ from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed, Target, write_documents
 from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
-from fusion.enricher.document import enriched_json, enriched_version, missing_sources
+from fusion.enricher.document import enriched_json, missing_sources, next_version
 from fusion.enricher.groups import GroupSizer
 from fusion.enricher.wanted import Wanted, Where, parse_event
 from fusion.kafka.exactly_once import OutRecord
@@ -178,14 +179,16 @@ def _enrich_group(
 ) -> _Group:
     dead: list[DeadLetter] = []
     rows = {key: want.row_ids() for key, want in wanted.items() if want.refs}
-    found = lookups.fetch(es, config, list(wanted), metrics, retry, rows)
+    # With dimensions, the version each key's enriched document has now: the next is above it.
+    found = lookups.fetch(es, config, list(wanted), metrics, retry, rows, bool(config.dimensions))
     crash_point("enricher.after_lookup")
     enriched: list[EnrichedDoc] = []
     enriched_at = now_iso()
     for key, want in wanted.items():
         docs = found.pop(key)
+        now = docs.pop(lookups.WRITTEN, None)
         metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
-        version = enriched_version(docs, config.dimensions) + want.changes
+        version = next_version(docs, config.dimensions, want.changes, now.version if now else None)
         if want.kind == "deleted":
             doc = EnrichedDoc(key, b"", want.fired_at, want.where, want.original, version, True)
             enriched.append(doc)
