@@ -7,7 +7,9 @@ acks and dead letters exactly once and hands each ack to the counter's keyed
 state in the same batch. So each ack row here also carries the fields the
 counter reads (:data:`HANDOFF_SCHEMA`: the join key, source, ack time,
 version, digest, the source record's position, whether it deleted its row, and a
-dimension slot's row).
+dimension slot's row). With dimensions, the changed rows' fan-outs travel the
+same way (source :data:`FANOUT_ROW`), to the resolve stage
+(:mod:`indexers.resolve`), which the counter reads from instead.
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ from __future__ import annotations
 from typing import Any
 
 from acks.contract import Ack
+from acks.fanout import FanoutRequest
 from fusion.core.events import iso_utc
 from fusion.spark.tasks import OUTPUT_COLUMNS, output_columns
+from indexers.fanout import Where
 from indexers.task import Indexed
+
+# The source of a handed-on row that is a fan-out for the resolve stage, not an ack: no
+# source can be named so (a name has no control characters).
+FANOUT_ROW = "\u0000fanout"
 
 HANDOFF_COLUMNS = (
     ("k", "string"),
@@ -59,16 +67,27 @@ def handoff_batch(indexed: Any) -> Any:
     fields: list[tuple[Any, ...]] = [(None,) * len(HANDOFF_COLUMNS)] * first_ack
     fields += [_fields(ack) for ack in indexed.acks]
     fields += [(None,) * len(HANDOFF_COLUMNS)] * (size - len(fields))
-    handed = len(indexed.handed)
+    handed = len(indexed.handed) + len(indexed.fanouts)
     fields += [_fields(ack) for ack in indexed.handed]
+    fields += [_fanout_fields(request, where) for request, where in indexed.fanouts]
     columns = {name: values + [None] * handed for name, values in columns.items()}
     columns["task"][size:] = [indexed.task] * handed
-    columns["value"][size:] = [ack.to_bytes() for ack in indexed.handed]
+    as_bytes = [ack.to_bytes() for ack in indexed.handed]
+    columns["value"][size:] = as_bytes + [request.to_bytes() for request, _ in indexed.fanouts]
     for (name, _), values in zip(HANDOFF_COLUMNS, zip(*fields, strict=True), strict=True):
         columns[name] = list(values)
     every = (*OUTPUT_COLUMNS, *HANDOFF_COLUMNS)
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in every])
     return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+def _fanout_fields(request: FanoutRequest, where: Where) -> tuple[Any, ...]:
+    """A changed dimension row's fan-out, on its way to the resolve stage: the row's id as the
+    key, :data:`FANOUT_ROW` as the source (the request itself is the value)."""
+    topic, partition, offset = where
+    deleted = request.digest is None
+    return (request.id, FANOUT_ROW, iso_utc(request.requested_at), request.version,
+            request.digest, topic, partition, offset, deleted, request.dimension, None)  # fmt: skip
 
 
 def _fields(ack: Ack) -> tuple[Any, ...]:

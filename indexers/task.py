@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from acks.contract import Ack
 from acks.errors import AckError
+from acks.fanout import FanoutRequest
 from acks.kafka import ack_records
 from fusion.core.config import STORED_KEY
 from fusion.core.config_dimensions import Reference
@@ -35,7 +36,7 @@ from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
 from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
-from indexers.fanout import fan_out, worth_a_fanout
+from indexers.fanout import Where, fan_out, requests_for, worth_a_fanout
 from indexers.fanout_first import first_pages
 from indexers.records import (
     RawRecord,
@@ -84,10 +85,13 @@ class IndexPartition:
 @dataclass(frozen=True)
 class Indexed(TaskOutput):
     """An indexer task's output, and the acks among its records (they come last, in order);
-    ``handed``: acks read back from the slots topic, handed on to the counter unpublished."""
+    ``handed``: acks read back from the slots topic, handed on to the counter unpublished;
+    ``fanouts``: fan-outs for the resolve stage, handed on unpublished too."""
 
     acks: Sequence[Ack] = ()
     handed: Sequence[Ack] = ()
+    # A single query's changed dimension rows, for its resolve stage (indexers/resolve.py).
+    fanouts: Sequence[tuple[FanoutRequest, Where]] = ()
 
 
 def hand_on(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
@@ -132,6 +136,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     )
     retries = Metrics()
     latest = latest_per_key(records)
+    fanouts: list[tuple[FanoutRequest, Where]] = []
     # A dimension's rows as they were: a row written again unchanged needs no fan-out.
     before = _rows_before(job, source, latest, retries) if spec.dimension else {}
     written = write_documents(
@@ -156,7 +161,12 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         # that name it, by a fan-out (indexers/fanout_first.py, indexers/fanout.py), not to
         # the counter.
         changed = [i for i in written.confirmed if worth_a_fanout(i, before.get(i.record.key))]
-        out += first_pages(job, source, changed, retries)
+        if config.pipeline.layout == "single":
+            # Searched by the resolve stage, once every task of the batch has written.
+            requests = requests_for(source, changed, now_utc())
+            fanouts = list(zip(requests, (i.record.where for i in changed), strict=True))
+        else:
+            out += first_pages(job, source, changed, retries)
         retries.add(names.FANOUT_UNCHANGED, len(written.confirmed) - len(changed))
         acks = []
     out += ack_records(config.acks_topic, acks)
@@ -174,7 +184,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
     }
     counts |= {name: retries.get(name) for name in FANOUT_COUNTS}
-    return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
+    return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks, fanouts=fanouts)
 
 
 # What a dimension's task counts of its rows' fan-outs (asked, and their first pages worked).

@@ -1,0 +1,121 @@
+"""The single query's resolve stage: the batch's small fan-outs, once every indexer task wrote.
+
+In a single query with dimensions (``layout = "single"``), a dimension's
+indexer task does not search for the keys that name the rows it changed: a
+search then could meet another task's write of the same batch half done, and
+a replayed batch would find other keys than its first attempt. It hands each
+changed row on instead (a row of source :data:`~indexers.handoff.FANOUT_ROW`).
+Those rows, the acks and the counts of the batch's indexer tasks come here
+through one exchange, after every indexer task is done, so Elasticsearch holds
+every write of the batch and nothing of the next: a replay searches the same
+documents. Here, in one task:
+
+1. the acks and counts go on as they came (Arrow columns renamed, no Python
+   object per ack);
+2. the fan-outs that fit (:func:`indexers.fanout_first.small_first`) are
+   searched now, and their slot acks go on to the counter in this batch: a
+   small fan-out takes one micro-batch, not two;
+3. the others go on the fan-out topic as before (:mod:`indexers.fanout`),
+   published by ``fusion.output.IndexPublisher`` in the task's one
+   transaction, with its marker: exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from acks.fanout import FanoutRequest
+from fusion.observe import names
+from fusion.observe.metrics import Metrics
+from fusion.spark.tasks import Job
+from indexers.fanout import Where, newest_per_row, request_records
+from indexers.fanout_first import small_first
+from indexers.handoff import FANOUT_ROW, HANDOFF_COLUMNS, handoff_batch
+from indexers.task import FANOUT_COUNTS, Indexed
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# The stage's one task (its transactional id: fusion-<pipeline>-single-resolve@resolve).
+TASK = "resolve"
+
+
+def resolve_function(job: Job) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function of the resolve stage: the counter's input rows in
+    (``fusion.contract.CounterRows.INPUT``), the handoff rows out (:mod:`indexers.handoff`)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+
+        fanouts: list[tuple[FanoutRequest, Where]] = []
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            is_fanout = pc.fill_null(pc.equal(batch.column("source"), FANOUT_ROW), False)
+            passed = batch.filter(pc.invert(is_fanout))
+            if passed.num_rows:
+                yield passed_on(passed)
+            fanouts += _fanouts(batch.filter(is_fanout))
+        if fanouts:
+            yield resolved(job, fanouts)
+
+    return run
+
+
+def passed_on(rows: pa.RecordBatch) -> pa.RecordBatch:
+    """Acks and counts of the counter's input as handoff rows: an ack handed on (its JSON as
+    the value), a count to add up."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = rows.num_rows
+    is_ack = pc.fill_null(pc.equal(rows.column("kind"), "ack"), False)
+    nothing = pa.nulls(n, pa.string())
+    columns: dict[str, Any] = {
+        "task": pa.array([TASK] * n, pa.string()),
+        "topic": nothing,
+        "key": nothing,
+        "value": pc.cast(rows.column("raw"), pa.binary()),
+        "name": rows.column("count_name"),
+        "amount": rows.column("count_value"),
+        "k": pc.if_else(is_ack, rows.column("k"), nothing),
+        "s_topic": rows.column("topic"),
+        "s_partition": rows.column("partition"),
+        "s_offset": rows.column("offset"),
+    }
+    for name, _ in HANDOFF_COLUMNS:
+        if name not in columns:
+            columns[name] = rows.column(name)
+    return pa.RecordBatch.from_pydict(columns, schema=_schema())
+
+
+def _schema() -> pa.Schema:
+    import pyarrow as pa
+
+    from fusion.spark.tasks import OUTPUT_COLUMNS
+
+    return pa.schema([(n, getattr(pa, kind)()) for n, kind in (*OUTPUT_COLUMNS, *HANDOFF_COLUMNS)])
+
+
+def _fanouts(rows: pa.RecordBatch) -> list[tuple[FanoutRequest, Where]]:
+    """The fan-outs among the rows: each request (the row's value) and where its row was read."""
+    return [
+        (FanoutRequest.from_bytes(raw.encode()), (topic, partition, offset))
+        for raw, topic, partition, offset in zip(
+            *(rows.column(c).to_pylist() for c in ("raw", "topic", "partition", "offset")),
+            strict=True,
+        )
+    ]
+
+
+def resolved(job: Job, fanouts: list[tuple[FanoutRequest, Where]]) -> pa.RecordBatch:
+    """The batch's fan-outs: the small ones' slot acks handed on, the others' requests to
+    publish on the fan-out topic, and what they counted."""
+    metrics = Metrics()
+    # Sorted: the same rows give the same searches, in a replay too.
+    newest = sorted(newest_per_row(fanouts), key=lambda r: (r[0].dimension, r[0].id))
+    pages, left = small_first(job, newest, metrics)
+    records = request_records(job.config, [*pages.again, *left])
+    counts = {name: metrics.get(name) for name in (*FANOUT_COUNTS, names.ES_RETRIES)}
+    return handoff_batch(Indexed(TASK, records, counts, handed=pages.acks))
