@@ -1,21 +1,24 @@
-"""The single query's resolve stage: the batch's small fan-outs, once every indexer task wrote.
+"""The single query's resolve stage: slots filled and small fan-outs, once every task wrote.
 
-In a single query with dimensions (``layout = "single"``), a dimension's
-indexer task does not search for the keys that name the rows it changed: a
-search then could meet another task's write of the same batch half done, and
-a replayed batch would find other keys than its first attempt. It hands each
-changed row on instead (a row of source :data:`~indexers.handoff.FANOUT_ROW`).
-Those rows, the acks and the counts of the batch's indexer tasks come here
-through one exchange, after every indexer task is done, so Elasticsearch holds
-every write of the batch and nothing of the next: a replay searches the same
-documents. Here, in one task:
+In a single query with dimensions (``layout = "single"``), an indexer task
+neither looks up the dimension rows its documents name nor searches for the
+keys that name the rows it changed: then, a lookup or a search could meet
+another task's write of the same batch half done, and a replayed batch would
+find otherwise than its first attempt. It hands them on instead (rows of
+source :data:`~indexers.handoff.LOOKUP_ROW` and
+:data:`~indexers.handoff.FANOUT_ROW`). Those rows, the acks and the counts of
+the batch's indexer tasks come here through one exchange, after every indexer
+task is done, so Elasticsearch holds every write of the batch and nothing of
+the next: a replay finds the same documents. Here, in one task:
 
 1. the acks and counts go on as they came (Arrow columns renamed, no Python
    object per ack);
-2. the fan-outs that fit (:func:`indexers.fanout_first.small_first`) are
-   searched now, and their slot acks go on to the counter in this batch: a
-   small fan-out takes one micro-batch, not two;
-3. the others go on the fan-out topic as before (:mod:`indexers.fanout`),
+2. the slots are filled: one ``_mget`` of the distinct rows they name
+   (:func:`indexers.dimensions.fill_slots`), their slot acks on to the
+   counter in this batch: a key naming a row fires in one micro-batch, not two;
+3. the fan-outs that fit (:func:`indexers.fanout_first.small_first`) are
+   searched now, their slot acks on to the counter in this batch too;
+4. the others go on the fan-out topic as before (:mod:`indexers.fanout`),
    published by ``fusion.output.IndexPublisher`` in the task's one
    transaction, with its marker: exactly once.
 """
@@ -26,12 +29,15 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from acks.fanout import FanoutRequest
+from fusion.core.events import now_utc
+from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job
+from indexers.dimensions import Named, fill_slots
 from indexers.fanout import Where, newest_per_row, request_records
 from indexers.fanout_first import small_first
-from indexers.handoff import FANOUT_ROW, HANDOFF_COLUMNS, handoff_batch
+from indexers.handoff import FANOUT_ROW, HANDOFF_COLUMNS, LOOKUP_ROW, handoff_batch
 from indexers.task import FANOUT_COUNTS, Indexed
 
 if TYPE_CHECKING:
@@ -49,16 +55,21 @@ def resolve_function(job: Job) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
         import pyarrow.compute as pc
 
         fanouts: list[tuple[FanoutRequest, Where]] = []
+        lookups: list[Named] = []
         for batch in batches:
             if not batch.num_rows:
                 continue
-            is_fanout = pc.fill_null(pc.equal(batch.column("source"), FANOUT_ROW), False)
-            passed = batch.filter(pc.invert(is_fanout))
+            source = batch.column("source")
+            is_fanout = pc.fill_null(pc.equal(source, FANOUT_ROW), False)
+            is_lookup = pc.fill_null(pc.equal(source, LOOKUP_ROW), False)
+            passed = batch.filter(pc.invert(pc.or_(is_fanout, is_lookup)))
             if passed.num_rows:
                 yield passed_on(passed)
             fanouts += _fanouts(batch.filter(is_fanout))
-        if fanouts:
-            yield resolved(job, fanouts)
+            values = batch.filter(is_lookup).column("raw").to_pylist()
+            lookups += [Named.from_bytes(value.encode()) for value in values]
+        if fanouts or lookups:
+            yield resolved(job, fanouts, lookups)
 
     return run
 
@@ -109,13 +120,18 @@ def _fanouts(rows: pa.RecordBatch) -> list[tuple[FanoutRequest, Where]]:
     ]
 
 
-def resolved(job: Job, fanouts: list[tuple[FanoutRequest, Where]]) -> pa.RecordBatch:
-    """The batch's fan-outs: the small ones' slot acks handed on, the others' requests to
-    publish on the fan-out topic, and what they counted."""
+def resolved(
+    job: Job, fanouts: list[tuple[FanoutRequest, Where]], lookups: list[Named]
+) -> pa.RecordBatch:
+    """The batch's slots filled and its fan-outs: the slot acks of both handed on (the small
+    fan-outs'), the large fan-outs' requests to publish, and what they counted."""
+    config = job.config
     metrics = Metrics()
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    acks = fill_slots(job.elasticsearch(), config, lookups, retry, metrics, now_utc())
     # Sorted: the same rows give the same searches, in a replay too.
     newest = sorted(newest_per_row(fanouts), key=lambda r: (r[0].dimension, r[0].id))
     pages, left = small_first(job, newest, metrics)
-    records = request_records(job.config, [*pages.again, *left])
+    records = request_records(config, [*pages.again, *left])
     counts = {name: metrics.get(name) for name in (*FANOUT_COUNTS, names.ES_RETRIES)}
-    return handoff_batch(Indexed(TASK, records, counts, handed=pages.acks))
+    return handoff_batch(Indexed(TASK, records, counts, handed=[*acks, *pages.acks]))

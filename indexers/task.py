@@ -35,7 +35,7 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
-from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
+from indexers.dimensions import Named, Row, fill_slots, lookup_rows, named_slots
 from indexers.fanout import Where, fan_out, requests_for, worth_a_fanout
 from indexers.fanout_first import first_pages
 from indexers.records import (
@@ -86,12 +86,14 @@ class IndexPartition:
 class Indexed(TaskOutput):
     """An indexer task's output, and the acks among its records (they come last, in order);
     ``handed``: acks read back from the slots topic, handed on to the counter unpublished;
-    ``fanouts``: fan-outs for the resolve stage, handed on unpublished too."""
+    ``fanouts`` and ``lookups``: for the resolve stage, handed on unpublished too."""
 
     acks: Sequence[Ack] = ()
     handed: Sequence[Ack] = ()
-    # A single query's changed dimension rows, for its resolve stage (indexers/resolve.py).
+    # A single query's changed dimension rows and slots to fill, for its resolve stage
+    # (indexers/resolve.py).
     fanouts: Sequence[tuple[FanoutRequest, Where]] = ()
+    lookups: Sequence[Named] = ()
 
 
 def hand_on(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
@@ -137,6 +139,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     retries = Metrics()
     latest = latest_per_key(records)
     fanouts: list[tuple[FanoutRequest, Where]] = []
+    lookups: list[Named] = []
     # A dimension's rows as they were: a row written again unchanged needs no fan-out.
     before = _rows_before(job, source, latest, retries) if spec.dimension else {}
     written = write_documents(
@@ -150,12 +153,13 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     dead.extend(written.dead)
     acks = list(_acks(source, written.confirmed))
     out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
-    if references:
+    slots = named_slots(references, written.confirmed)
+    if slots and config.pipeline.layout == "single":
+        lookups = slots  # looked up by the resolve stage, after every task of the batch wrote
+    elif slots:
         # Published, not handed on: what counts reads them back from the topic, so a replayed
         # batch counts the slot acks of its first attempt, whatever the lookup finds now.
-        out += ack_records(
-            config.slots_topic, _slot_acks(job, references, written.confirmed, retries)
-        )
+        out += ack_records(config.slots_topic, _slot_acks(job, slots, retries))
     if spec.dimension:
         # A row keyed by its own id is no part of a key: its change goes to the keys
         # that name it, by a fan-out (indexers/fanout_first.py, indexers/fanout.py), not to
@@ -184,7 +188,8 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
     }
     counts |= {name: retries.get(name) for name in FANOUT_COUNTS}
-    return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks, fanouts=fanouts)
+    task = f"{raws[0].topic}-{raws[0].partition}"
+    return Indexed(task, out, counts, acks, fanouts=fanouts, lookups=lookups)
 
 
 # What a dimension's task counts of its rows' fan-outs (asked, and their first pages worked).
@@ -209,18 +214,10 @@ def named(record: SourceRecord, references: Sequence[Reference]) -> SourceRecord
     return replace(record, refs=stored_refs(references_in(record.doc, references)))
 
 
-def _slot_acks(
-    job: Job,
-    references: Sequence[Reference],
-    confirmed: list[Confirmed[SourceRecord]],
-    metrics: Metrics,
-) -> list[Ack]:
-    """Each confirmed document's slot acks, after one lookup of the rows they name."""
-    config = job.config
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-    wanted = wanted_rows(item.record for item in confirmed if not item.record.deleted)
-    rows = lookup_rows(job.elasticsearch(), config, wanted, retry, metrics)
-    return slot_acks(config, references, confirmed, rows, now_utc())
+def _slot_acks(job: Job, named: list[Named], metrics: Metrics) -> list[Ack]:
+    """The slot acks of ``named``, after one lookup of the rows they name."""
+    retry = RetryPolicy(budget_seconds=job.config.pipeline.retry_budget_seconds)
+    return fill_slots(job.elasticsearch(), job.config, named, retry, metrics, now_utc())
 
 
 def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:

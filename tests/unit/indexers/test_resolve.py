@@ -5,6 +5,7 @@ the search stands in for Elasticsearch)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,10 @@ import pyarrow as pa
 from acks.fanout import FanoutRequest
 from fusion.counter.rows import INPUT_SCHEMA
 from fusion.observe import names
-from indexers.handoff import FANOUT_ROW
+from indexers.dimensions import Named
+from indexers.handoff import FANOUT_ROW, LOOKUP_ROW
 from indexers.resolve import TASK, resolve_function
-from tests.unit.indexers.test_fanout_pages import NAMING, _job
+from tests.unit.indexers.test_fanout_pages import NAMING, _Items, _job
 
 _TYPES = {"STRING": pa.string(), "BIGINT": pa.int64(), "INT": pa.int32(), "BOOLEAN": pa.bool_()}
 SCHEMA = pa.schema(
@@ -47,8 +49,28 @@ def _fanout(row: str, offset: int) -> dict[str, Any]:
                 partition=0, offset=offset, kind="ack", deleted=False, ref="brand")  # fmt: skip
 
 
+def _lookup(key: str, ref: str | None) -> dict[str, Any]:
+    named = Named(key, 5, "brand", ref, ("catalog.item", 0, 4))
+    return _row(k=key, source=LOOKUP_ROW, version=5, raw=named.to_bytes().decode(),
+                topic="catalog.item", partition=0, offset=4, kind="ack", deleted=False,
+                ref=ref)  # fmt: skip
+
+
+class _Rows(_Items):
+    """The items' index as before, and brand B's row (at version 9) for a lookup."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookups: list[Any] = []
+
+    def mget(self, *, docs: list[dict[str, Any]]) -> dict[str, Any]:
+        self.lookups.append([doc["_id"] for doc in docs])
+        there = {"B": {"_version": 9, "_source": {"id": "B", "name": "Bolt"}}}
+        return {"docs": [{"found": d["_id"] in there, **there.get(d["_id"], {})} for d in docs]}
+
+
 def _run(tmp_path: Path, page: int, *rows: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
-    job = _job(tmp_path, page)
+    job = replace(_job(tmp_path, page), items=_Rows())
     batch = pa.RecordBatch.from_pylist(list(rows), schema=SCHEMA)
     out = list(resolve_function(job)(iter([batch])))
     return job, [row for b in out for row in b.to_pylist()]
@@ -79,3 +101,18 @@ def test_small_fan_outs_are_told_now_the_others_go_on_the_fan_out_topic(tmp_path
     counts = {row["name"]: row["amount"] for row in out if row["name"]}
     assert counts[names.FANOUT_ASKED] == 4 and counts[names.FANOUT_KEYS] == 4
     assert [row["k"] for row in out if row["source"] == "item"] == ["7"]
+
+
+def test_slots_are_filled_after_one_lookup_of_the_rows_they_name(tmp_path: Path) -> None:
+    job, out = _run(tmp_path, 5, _lookup("7", "B"), _lookup("8", "B"), _lookup("9", "Z"),
+                    _lookup("10", None))  # fmt: skip
+
+    assert job.items.lookups == [["B", "Z"]], "each row once, in one _mget"
+    slots = {row["k"]: row for row in out if row["source"] == "brand"}
+    assert all(row["source"] != LOOKUP_ROW for row in out), "the counter never sees one"
+    assert {k: (s["ref"], s["ref_version"], s["deleted"]) for k, s in slots.items()} == {
+        "7": ("B", 9, False), "8": ("B", 9, False),
+        "9": ("Z", 0, True),  # a row not there: an empty slot, the key waits for it
+        "10": (None, 0, True),  # names none
+    }  # fmt: skip
+    assert all(s["version"] == 5 and s["topic"] is None for s in slots.values())
