@@ -16,11 +16,16 @@ the next: a replay finds the same documents. Here, in one task:
 2. the slots are filled: one ``_mget`` of the distinct rows they name
    (:func:`indexers.dimensions.fill_slots`), their slot acks on to the
    counter in this batch: a key naming a row fires in one micro-batch, not two;
-3. the fan-outs that fit (:func:`indexers.fanout_first.small_first`) are
-   searched now, their slot acks on to the counter in this batch too;
-4. the others go on the fan-out topic as before (:mod:`indexers.fanout`),
-   published by ``fusion.output.IndexPublisher`` in the task's one
-   transaction, with its marker: exactly once.
+3. the fan-outs of the rows changed in the batch that fit
+   (:func:`indexers.fanout_first.small_first`) are searched now, their slot
+   acks on to the counter in this batch too; the others go on the fan-out
+   topic;
+4. the requests the batch read from the fan-out topic get a page each
+   (:func:`indexers.fanout.page_each`), their slot acks on to the counter in
+   this batch, and a request goes on the topic again where there is more.
+
+What goes on the fan-out topic is published by ``fusion.output.IndexPublisher``
+in the task's one transaction, with its marker: exactly once.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job
 from indexers.dimensions import Named, fill_slots
-from indexers.fanout import Where, newest_per_row, request_records
+from indexers.fanout import Where, newest_per_row, page_each, request_records
 from indexers.fanout_first import small_first
 from indexers.handoff import FANOUT_ROW, HANDOFF_COLUMNS, LOOKUP_ROW, handoff_batch
 from indexers.task import FANOUT_COUNTS, Indexed
@@ -130,8 +135,14 @@ def resolved(
     retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
     acks = fill_slots(job.elasticsearch(), config, lookups, retry, metrics, now_utc())
     # Sorted: the same rows give the same searches, in a replay too.
-    newest = sorted(newest_per_row(fanouts), key=lambda r: (r[0].dimension, r[0].id))
-    pages, left = small_first(job, newest, metrics)
-    records = request_records(config, [*pages.again, *left])
+    fanouts = sorted(fanouts, key=lambda r: (r[0].dimension, r[0].id, r[0].version, r[1]))
+    queued = [(r, where) for r, where in fanouts if where[0] == config.fanout_topic]
+    changed = newest_per_row(
+        [(r, where) for r, where in fanouts if where[0] != config.fanout_topic]
+    )
+    paged = page_each(job, queued, metrics)
+    small, left = small_first(job, changed, metrics)
+    records = request_records(config, [*paged.again, *small.again, *left])
+    acks += [*paged.acks, *small.acks]
     counts = {name: metrics.get(name) for name in (*FANOUT_COUNTS, names.ES_RETRIES)}
-    return handoff_batch(Indexed(TASK, records, counts, handed=[*acks, *pages.acks]))
+    return handoff_batch(Indexed(TASK, records, counts, handed=acks))

@@ -36,7 +36,7 @@ from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
 from indexers.dimensions import Named, Row, fill_slots, lookup_rows, named_slots
-from indexers.fanout import Where, fan_out, requests_for, worth_a_fanout
+from indexers.fanout import Where, fan_out, read_requests, requests_for, worth_a_fanout
 from indexers.fanout_first import first_pages
 from indexers.records import (
     RawRecord,
@@ -75,6 +75,8 @@ class IndexPartition:
         ]
         task = f"{raws[0].topic}-{raws[0].partition}"
         if raws[0].topic == job.config.fanout_topic and job.config.dimensions:
+            if job.config.pipeline.layout == "single":
+                return paged_later(job, task, raws)
             out, counts = fan_out(job, raws)
             return Indexed(task, out, counts)
         if raws[0].topic == job.config.slots_topic and job.config.dimensions:
@@ -94,6 +96,15 @@ class Indexed(TaskOutput):
     # (indexers/resolve.py).
     fanouts: Sequence[tuple[FanoutRequest, Where]] = ()
     lookups: Sequence[Named] = ()
+
+
+def paged_later(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
+    """The single query's task of the fan-out topic: its requests, on to the resolve stage,
+    which searches their pages once every task of the batch has written."""
+    requests, dead = read_requests(raws)
+    out = dead_letter_records(job.config.dlq_topic, dead, job.config.message_limit)
+    counts = {names.FANOUT_DLQ: len(dead), names.FANOUT_REQUESTS: len(dead)}
+    return Indexed(task, out, counts, fanouts=requests)
 
 
 def hand_on(job: Job, task: str, raws: list[RawRecord]) -> Indexed:

@@ -41,11 +41,13 @@ def _count(name: str, value: int) -> dict[str, Any]:
     return _row(k="\x00counts", kind="count", count_name=name, count_value=value, executor="e")
 
 
-def _fanout(row: str, offset: int) -> dict[str, Any]:
+def _fanout(row: str, offset: int, topic: str = "catalog.brand") -> dict[str, Any]:
+    """Row ``row``'s fan-out: changed in this batch (read from its topic), or a request read
+    from the fan-out topic."""
     made = datetime(2026, 1, 1, tzinfo=UTC)
     request = FanoutRequest(dimension="brand", id=row, version=4, digest="d", requested_at=made)
     return _row(k=row, source=FANOUT_ROW, acked_at="2026-01-01T00:00:00.000000Z", version=4,
-                digest="d", raw=request.to_bytes().decode(), topic="catalog.brand",
+                digest="d", raw=request.to_bytes().decode(), topic=topic,
                 partition=0, offset=offset, kind="ack", deleted=False, ref="brand")  # fmt: skip
 
 
@@ -116,3 +118,16 @@ def test_slots_are_filled_after_one_lookup_of_the_rows_they_name(tmp_path: Path)
         "10": (None, 0, True),  # names none
     }  # fmt: skip
     assert all(s["version"] == 5 and s["topic"] is None for s in slots.values())
+
+
+def test_a_request_of_the_fan_out_topic_gets_a_page_now_and_goes_on_where_there_is_more(
+    tmp_path: Path,
+) -> None:
+    topic = _job(tmp_path, 5).config.fanout_topic
+    job, out = _run(tmp_path, 5, _fanout("A", 1, topic), _fanout("C", 2, topic))
+
+    told = [row["k"] for row in out if row["source"] == "brand"]
+    assert told == [*NAMING["A"][:5], *NAMING["C"]], "a page of A, all of C, in this batch"
+    (again,) = [FanoutRequest.from_bytes(r["value"]) for r in out if r["topic"] == topic]
+    assert (again.id, again.after, again.keys) == ("A", [NAMING["A"][4]], 5)
+    assert job.items.searches == 2, "no count: a queued request is paged whatever its size"
