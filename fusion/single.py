@@ -16,11 +16,6 @@ its enriched document:
    publishes the events and enriched records exactly once
    (:class:`fusion.counter.query.CounterBatch`, as with ``enrich_in = "counter"``).
 
-With dimensions, one more stage sits between 2 and 3: **resolve**
-(:mod:`indexers.resolve`), after every indexer task of the batch has written,
-does the small fan-outs of the rows they changed, whose slot acks are counted
-in the same batch.
-
 A key is enriched in the micro-batch its last source record arrives in: one
 hop where the stages layout takes two (source → ack topic → counter), each
 of which pays a micro-batch's fixed cost and waits for the next trigger. The
@@ -47,7 +42,6 @@ from fusion.spark.jvm_writer import fault_settings, writer_spec
 from fusion.spark.queries import read_with_clock
 from fusion.spark.tasks import KAFKA_COLUMNS, Job, partition_function
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
-from indexers.resolve import resolve_function
 from indexers.task import IndexPartition
 
 if TYPE_CHECKING:
@@ -81,25 +75,11 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig) -> DataFram
     rules = Rules.of(config)
     initial = restored_state(spark, config)
     counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    published = DataFrame(counter.published(indexed._jdf, spec), spark)
-    if config.dimensions:
-        published = resolved(spark, config, published)
     if config.pipeline.counter_engine == "python":
+        published = DataFrame(counter.published(indexed._jdf, spec), spark)
         return processor.count(published, rules, initial)
     jinitial = None if initial is None else initial._jdf
-    return DataFrame(counter.count(published._jdf, rules_json(rules), jinitial), spark)
-
-
-def resolved(spark: SparkSession, config: PipelineConfig, published: DataFrame) -> DataFrame:
-    """The published acks through the resolve stage (:mod:`indexers.resolve`): one exchange,
-    so that it starts once every indexer task of the batch has written."""
-    from pyspark.sql import DataFrame
-
-    job = Job(config, f"{QUERY}-resolve", "indexer", query="", batch_id=-1)
-    rows = published.repartition(1).mapInArrow(resolve_function(job), HANDOFF_SCHEMA)
-    spec = writer_spec(config, job, fault_settings(spark))
-    counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    return DataFrame(counter.published(rows._jdf, spec), spark)
+    return DataFrame(counter.single(indexed._jdf, spec, rules_json(rules), jinitial), spark)
 
 
 def refuse_a_stages_checkpoint(spark: SparkSession, config: PipelineConfig) -> None:

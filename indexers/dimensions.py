@@ -13,7 +13,6 @@ fan-out's search finds the item.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,6 +42,11 @@ class Row:
     primary_term: int = 1
 
 
+def wanted_rows(records: Iterable[SourceRecord]) -> list[RowId]:
+    """The distinct rows the records name, in a stable order."""
+    return sorted({(dim, ref) for record in records for dim, ref in record.refs.items()})
+
+
 def lookup_rows(
     es: Elasticsearch,
     config: PipelineConfig,
@@ -64,19 +68,6 @@ def lookup_rows(
     }
 
 
-def fill_slots(
-    es: Elasticsearch,
-    config: PipelineConfig,
-    named: Sequence[Named],
-    retry: RetryPolicy,
-    metrics: Metrics,
-    acked_at: datetime,
-) -> list[Ack]:
-    """The slot acks of ``named``, after one lookup of the distinct rows they name."""
-    rows = lookup_rows(es, config, rows_named(named), retry, metrics)
-    return filled(config, named, rows, acked_at)
-
-
 def row_of(hit: Mapping[str, Any]) -> Row:
     source = hit["_source"]
     digest = None if is_tombstone(source) else content_digest(record_content(source))
@@ -94,65 +85,6 @@ def record_content(stored: Mapping[str, Any]) -> dict[str, Any]:
     return rest | ({RESERVED_FIELD: kept} if kept else {})
 
 
-@dataclass(frozen=True)
-class Named:
-    """A slot to fill: key ``key``'s referrer, at ``version``, names row ``ref`` of
-    ``dimension`` (None: names none, or was deleted); its record was read at ``where``."""
-
-    key: str
-    version: int
-    dimension: str
-    ref: str | None
-    where: tuple[str, int, int]
-
-    def to_bytes(self) -> bytes:
-        return json.dumps([self.key, self.version, self.dimension, self.ref, self.where]).encode()
-
-    @classmethod
-    def from_bytes(cls, value: bytes) -> Named:
-        key, version, dimension, ref, (topic, partition, offset) = json.loads(value)
-        return cls(key, version, dimension, ref, (topic, partition, offset))
-
-
-def named_slots(
-    references: Sequence[Reference], confirmed: Iterable[Confirmed[SourceRecord]]
-) -> list[Named]:
-    """Each confirmed document's slots, one per dimension it references. A deleted referrer
-    names nothing: its slots go with it."""
-    return [
-        Named(
-            item.record.key,
-            item.version,
-            reference.dimension,
-            None if item.record.deleted else item.record.refs.get(reference.dimension),
-            item.record.where,
-        )
-        for item in confirmed
-        for reference in references
-    ]
-
-
-def rows_named(named: Iterable[Named]) -> list[RowId]:
-    """The distinct rows the slots name, in a stable order."""
-    return sorted({(n.dimension, n.ref) for n in named if n.ref is not None})
-
-
-def filled(
-    config: PipelineConfig, named: Iterable[Named], rows: Mapping[RowId, Row], acked_at: datetime
-) -> list[Ack]:
-    """The slot ack of each of ``named``: the row it names, or an empty slot."""
-    return [
-        slot(
-            config,
-            (n.key, n.version, n.dimension, n.ref),
-            rows.get((n.dimension, n.ref)) if n.ref is not None else None,
-            n.where,
-            acked_at,
-        )
-        for n in named
-    ]
-
-
 def slot_acks(
     config: PipelineConfig,
     references: Sequence[Reference],
@@ -161,7 +93,29 @@ def slot_acks(
     acked_at: datetime,
 ) -> list[Ack]:
     """One slot ack per confirmed document and dimension it references."""
-    return filled(config, named_slots(references, confirmed), rows, acked_at)
+    return [
+        slot_ack(config, reference.dimension, item, rows, acked_at)
+        for item in confirmed
+        for reference in references
+    ]
+
+
+def slot_ack(
+    config: PipelineConfig,
+    dimension: str,
+    item: Confirmed[SourceRecord],
+    rows: Mapping[RowId, Row],
+    acked_at: datetime,
+) -> Ack:
+    """Key K's slot of ``dimension`` after its referrer's write: the row it names, if there.
+
+    A deleted referrer names nothing: its slots go with it.
+    """
+    record = item.record
+    ref = None if record.deleted else record.refs.get(dimension)
+    row = rows.get((dimension, ref)) if ref is not None else None
+    named = (record.key, item.version, dimension, ref)
+    return slot(config, named, row, record.where, acked_at)
 
 
 def slot(

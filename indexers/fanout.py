@@ -90,10 +90,9 @@ def newest_per_row(
     return list(newest.values())
 
 
-def read_requests(
-    raws: list[RawRecord],
-) -> tuple[list[tuple[FanoutRequest, Where]], list[DeadLetter]]:
-    """The fan-out topic's records as requests, and a dead letter for each malformed one."""
+def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]:
+    """A fan-out partition's output records (slot acks on the slots topic) and counts."""
+    config = job.config
     requests: list[tuple[FanoutRequest, Where]] = []
     dead: list[DeadLetter] = []
     for raw in raws:
@@ -101,32 +100,21 @@ def read_requests(
             requests.append((FanoutRequest.from_bytes(raw.value), raw.where))
         except AckError as exc:
             dead.append(DeadLetter.of(str(exc), "indexer", None, raw.where, raw.value, None))
-    return requests, dead
-
-
-def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]:
-    """A fan-out partition's output records (slot acks on the slots topic) and counts."""
-    config = job.config
-    requests, dead = read_requests(raws)
     metrics = Metrics()
-    pages = page_each(job, requests, metrics)
-    metrics.add(names.FANOUT_REQUESTS, len(dead))  # read, and done with: a dead letter
+    newest = newest_per_row(requests)
+    page = config.pipeline.fanout_page
+    pages = work_pages(job, [(r, where, page) for r, where in newest], metrics)
     out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
     out += pages.records(config)
-    counts = {names.FANOUT_DLQ: len(dead), names.ES_RETRIES: metrics.get(names.ES_RETRIES)}
-    return out, counts | metrics.counts()
-
-
-def page_each(job: Job, requests: list[tuple[FanoutRequest, Where]], metrics: Metrics) -> Pages:
-    """A page (``fanout_page`` keys) of each row's newest request, counted."""
-    newest = newest_per_row(requests)
-    page = job.config.pipeline.fanout_page
-    pages = work_pages(job, [(r, where, page) for r, where in newest], metrics)
-    metrics.add(names.FANOUT_REQUESTS, len(requests))
-    metrics.add(names.FANOUT_CONTINUED, len(pages.again))
-    metrics.add(names.FANOUT_KEYS, len(pages.acks))
-    metrics.add(names.FANOUT_DONE, len(newest) - len(pages.again))
-    return pages
+    counts = {
+        names.FANOUT_REQUESTS: len(raws),
+        names.FANOUT_CONTINUED: len(pages.again),
+        names.FANOUT_KEYS: len(pages.acks),
+        names.FANOUT_DONE: len(newest) - len(pages.again),
+        names.FANOUT_DLQ: len(dead),
+        names.ES_RETRIES: metrics.get(names.ES_RETRIES),
+    }
+    return out, counts
 
 
 @dataclass(frozen=True)

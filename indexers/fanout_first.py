@@ -1,25 +1,15 @@
-"""Small fan-outs done in the micro-batch that wrote their row.
+"""Small fan-outs done by the task that wrote their row, one micro-batch sooner.
 
-A fan-out of a changed dimension row is asked of the fan-out topic and paged
-there a batch later (:mod:`indexers.fanout`), unless it is small: a row that
-at most :data:`FIRST_PAGES` keys name (and no more than ``fanout_page``) has
-its one page searched at once, by :func:`small_first`, which counts the keys
-naming each row first (one ``terms`` aggregation for all of them). Who runs
-it:
-
-- in a single query (``layout = "single"``), the resolve stage
-  (:mod:`indexers.resolve`), after every indexer task of the batch has
-  written: the count and the search see the same documents in a replay as in
-  the first attempt, so the slot acks go on to the counter in the same batch;
-- in the stages layout, the row's own indexer task, right after its
-  ``refresh=wait_for`` write (:func:`first_pages`); its slot acks are
-  published and counted a batch later.
+A dimension's indexer task, right after its ``refresh=wait_for`` write of the
+changed rows, counts the keys naming each row (one ``terms`` aggregation for
+all of them) and does the fan-outs that fit in :data:`FIRST_PAGES` keys over
+all: their pages searched, their slot acks published in its own transaction.
+The others go on the fan-out topic, untouched, and are paged there a batch
+later as before (:mod:`indexers.fanout`).
 
 Why only the small ones: most of a small fan-out's time is the fixed cost of a
 micro-batch, which this saves; a large one pages on the topic anyway, and a
 page worked here holds the batch of the new keys beside it (docs/benchmark.md).
-Each row is decided on its own count, never on what other rows of the batch
-took: the decision must not change when a replay finds more rows to fan out.
 
 The count and the search both come after the rows' write, so whichever of an
 item naming a row and the row's write came second still sees the other
@@ -39,10 +29,10 @@ from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job
-from indexers.fanout import Pages, Where, request_records, requests_for, work_pages
+from indexers.fanout import Where, request_records, requests_for, work_pages
 from indexers.records import SourceRecord
 
-# The most keys naming one row that its fan-out is done at once: one search's worth.
+# The keys a dimension's task tells at once, over all the rows it wrote: one search's worth.
 FIRST_PAGES = 10_000
 
 
@@ -52,29 +42,18 @@ def first_pages(
     """The output records of the fan-outs of the rows ``changed``: the small ones done, the
     others asked of the fan-out topic."""
     requests = requests_for(dimension, changed, now_utc())
-    wheres = [item.record.where for item in changed]
-    pages, left = small_first(job, list(zip(requests, wheres, strict=True)), metrics)
-    return pages.records(job.config) + request_records(job.config, left)
-
-
-def small_first(
-    job: Job, requests: Sequence[tuple[FanoutRequest, Where]], metrics: Metrics
-) -> tuple[Pages, list[FanoutRequest]]:
-    """The fan-outs of ``requests`` (rows of one or more dimensions) that fit, done: their
-    pages; and the others, for the fan-out topic."""
+    naming = naming_counts(job, dimension, [r.id for r in requests], metrics) if requests else {}
     fits: list[tuple[FanoutRequest, Where, int]] = []
     left: list[FanoutRequest] = []
     room = min(job.config.pipeline.fanout_page, FIRST_PAGES)
-    for dimension in sorted({request.dimension for request, _ in requests}):
-        of = [(r, where) for r, where in requests if r.dimension == dimension]
-        naming = naming_counts(job, dimension, sorted({r.id for r, _ in of}), metrics)
-        for request, where in of:
-            keys = naming.get(request.id, 0)
-            if 0 < keys <= room:
-                # One more than counted: a page that comes back short is the whole fan-out.
-                fits.append((request, where, keys + 1))
-            elif keys:
-                left.append(request)
+    for request, item in zip(requests, changed, strict=True):
+        keys = naming.get(request.id, 0)
+        if 0 < keys <= room:
+            # One more than counted: a page that comes back short is the whole fan-out.
+            fits.append((request, item.record.where, keys + 1))
+            room -= keys
+        elif keys:
+            left.append(request)
     pages = work_pages(job, fits, metrics)
     worked = len(requests) - len(left)  # a row no key names is done without a search
     metrics.add(names.FANOUT_ASKED, len(requests))
@@ -82,7 +61,7 @@ def small_first(
     metrics.add(names.FANOUT_CONTINUED, len(pages.again))
     metrics.add(names.FANOUT_KEYS, len(pages.acks))
     metrics.add(names.FANOUT_DONE, worked - len(pages.again))
-    return pages, left
+    return pages.records(job.config) + request_records(job.config, left)
 
 
 def naming_counts(job: Job, dimension: str, ids: list[str], metrics: Metrics) -> dict[str, int]:

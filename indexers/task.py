@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from acks.contract import Ack
 from acks.errors import AckError
-from acks.fanout import FanoutRequest
 from acks.kafka import ack_records
 from fusion.core.config import STORED_KEY
 from fusion.core.config_dimensions import Reference
@@ -35,8 +34,8 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
-from indexers.dimensions import Named, Row, fill_slots, lookup_rows, named_slots
-from indexers.fanout import Where, fan_out, read_requests, requests_for, worth_a_fanout
+from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
+from indexers.fanout import fan_out, worth_a_fanout
 from indexers.fanout_first import first_pages
 from indexers.records import (
     RawRecord,
@@ -75,8 +74,6 @@ class IndexPartition:
         ]
         task = f"{raws[0].topic}-{raws[0].partition}"
         if raws[0].topic == job.config.fanout_topic and job.config.dimensions:
-            if job.config.pipeline.layout == "single":
-                return paged_later(job, task, raws)
             out, counts = fan_out(job, raws)
             return Indexed(task, out, counts)
         if raws[0].topic == job.config.slots_topic and job.config.dimensions:
@@ -87,24 +84,10 @@ class IndexPartition:
 @dataclass(frozen=True)
 class Indexed(TaskOutput):
     """An indexer task's output, and the acks among its records (they come last, in order);
-    ``handed``: acks read back from the slots topic, handed on to the counter unpublished;
-    ``fanouts`` and ``lookups``: for the resolve stage, handed on unpublished too."""
+    ``handed``: acks read back from the slots topic, handed on to the counter unpublished."""
 
     acks: Sequence[Ack] = ()
     handed: Sequence[Ack] = ()
-    # A single query's changed dimension rows and slots to fill, for its resolve stage
-    # (indexers/resolve.py).
-    fanouts: Sequence[tuple[FanoutRequest, Where]] = ()
-    lookups: Sequence[Named] = ()
-
-
-def paged_later(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
-    """The single query's task of the fan-out topic: its requests, on to the resolve stage,
-    which searches their pages once every task of the batch has written."""
-    requests, dead = read_requests(raws)
-    out = dead_letter_records(job.config.dlq_topic, dead, job.config.message_limit)
-    counts = {names.FANOUT_DLQ: len(dead), names.FANOUT_REQUESTS: len(dead)}
-    return Indexed(task, out, counts, fanouts=requests)
 
 
 def hand_on(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
@@ -149,8 +132,6 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     )
     retries = Metrics()
     latest = latest_per_key(records)
-    fanouts: list[tuple[FanoutRequest, Where]] = []
-    lookups: list[Named] = []
     # A dimension's rows as they were: a row written again unchanged needs no fan-out.
     before = _rows_before(job, source, latest, retries) if spec.dimension else {}
     written = write_documents(
@@ -164,24 +145,18 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     dead.extend(written.dead)
     acks = list(_acks(source, written.confirmed))
     out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
-    slots = named_slots(references, written.confirmed)
-    if slots and config.pipeline.layout == "single":
-        lookups = slots  # looked up by the resolve stage, after every task of the batch wrote
-    elif slots:
+    if references:
         # Published, not handed on: what counts reads them back from the topic, so a replayed
         # batch counts the slot acks of its first attempt, whatever the lookup finds now.
-        out += ack_records(config.slots_topic, _slot_acks(job, slots, retries))
+        out += ack_records(
+            config.slots_topic, _slot_acks(job, references, written.confirmed, retries)
+        )
     if spec.dimension:
         # A row keyed by its own id is no part of a key: its change goes to the keys
         # that name it, by a fan-out (indexers/fanout_first.py, indexers/fanout.py), not to
         # the counter.
         changed = [i for i in written.confirmed if worth_a_fanout(i, before.get(i.record.key))]
-        if config.pipeline.layout == "single":
-            # Searched by the resolve stage, once every task of the batch has written.
-            requests = requests_for(source, changed, now_utc())
-            fanouts = list(zip(requests, (i.record.where for i in changed), strict=True))
-        else:
-            out += first_pages(job, source, changed, retries)
+        out += first_pages(job, source, changed, retries)
         retries.add(names.FANOUT_UNCHANGED, len(written.confirmed) - len(changed))
         acks = []
     out += ack_records(config.acks_topic, acks)
@@ -199,8 +174,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
     }
     counts |= {name: retries.get(name) for name in FANOUT_COUNTS}
-    task = f"{raws[0].topic}-{raws[0].partition}"
-    return Indexed(task, out, counts, acks, fanouts=fanouts, lookups=lookups)
+    return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
 
 
 # What a dimension's task counts of its rows' fan-outs (asked, and their first pages worked).
@@ -225,10 +199,18 @@ def named(record: SourceRecord, references: Sequence[Reference]) -> SourceRecord
     return replace(record, refs=stored_refs(references_in(record.doc, references)))
 
 
-def _slot_acks(job: Job, named: list[Named], metrics: Metrics) -> list[Ack]:
-    """The slot acks of ``named``, after one lookup of the rows they name."""
-    retry = RetryPolicy(budget_seconds=job.config.pipeline.retry_budget_seconds)
-    return fill_slots(job.elasticsearch(), job.config, named, retry, metrics, now_utc())
+def _slot_acks(
+    job: Job,
+    references: Sequence[Reference],
+    confirmed: list[Confirmed[SourceRecord]],
+    metrics: Metrics,
+) -> list[Ack]:
+    """Each confirmed document's slot acks, after one lookup of the rows they name."""
+    config = job.config
+    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+    wanted = wanted_rows(item.record for item in confirmed if not item.record.deleted)
+    rows = lookup_rows(job.elasticsearch(), config, wanted, retry, metrics)
+    return slot_acks(config, references, confirmed, rows, now_utc())
 
 
 def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:

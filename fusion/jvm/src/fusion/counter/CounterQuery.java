@@ -58,9 +58,18 @@ public final class CounterQuery {
   }
 
   /**
-   * The single query's acks, published by a writer and handed on ({@link IndexPublisher}), for
-   * either counter engine: the indexer's, and with dimensions the resolve stage's behind it
-   * ({@code fusion/single.py}). {@code specJson}: the writer ({@code TransactionalWriter.Spec}).
+   * The single query's counter ({@code layout = "single"}): the indexer task's output (columns of
+   * {@link IndexPublisher#INPUT_COLUMNS}) is published and handed to the counter in the same
+   * micro-batch. {@code specJson}: the indexer's writer ({@code TransactionalWriter.Spec}).
+   */
+  public static Dataset<Row> single(
+      Dataset<Row> indexed, String specJson, String rulesJson, Dataset<Row> initial) {
+    return count(published(indexed, specJson), rulesJson, initial);
+  }
+
+  /**
+   * The single query's acks, published by the indexer's writer and handed on ({@link
+   * IndexPublisher}), for either counter engine.
    */
   public static Dataset<Row> published(Dataset<Row> indexed, String specJson) {
     return indexed

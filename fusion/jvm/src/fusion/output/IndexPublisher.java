@@ -18,8 +18,7 @@ import org.apache.spark.sql.types.StructType;
  * keyed state in the same micro-batch, with the task's counts behind them.
  *
  * <p>It runs in the streaming plan, between the indexer's Python task and the counter's {@code
- * groupByKey} (with dimensions, once behind the indexer's task and once behind the resolve
- * stage's, {@code indexers/resolve.py}), so it learns the micro-batch from the job Spark runs it in (its {@code
+ * groupByKey}, so it learns the micro-batch from the job Spark runs it in (its {@code
  * sql.streaming.queryId} and {@code streaming.sql.batchId} local properties). A replayed batch
  * finds its marker and publishes nothing, but still hands the same acks on: the counter rebuilds
  * the batch's decisions from them and from the state of before the batch.
@@ -70,7 +69,7 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
           acks.add(ack(row, value));
         }
       } else if (!row.isNullAt(6)) {
-        acks.add(ack(row, value)); // read back, or passed on by the resolve stage: not published
+        acks.add(ack(row, value)); // read back from the slots topic: handed on, not published
       } else if (!row.isNullAt(4)) {
         counts.merge(row.getString(4), row.isNullAt(5) ? 0L : row.getLong(5), Long::sum);
       }
