@@ -121,9 +121,9 @@ def next_version(
 ) -> int:
     """The version to write a key's enriched document with.
 
-    Without dimensions, :func:`enriched_version`. With them, that plus the
-    slots' ``changes``; and above ``written`` (the version the key's enriched
-    document has now) in any case: the counter's count of changes starts from
+    :func:`enriched_version` plus the slots' ``changes``; and, where the caller
+    looked it up (a pipeline with dimensions), above ``written`` (the version
+    the key's enriched document has now) in any case: the counter's count of changes starts from
     zero for a key it no longer remembers (its state TTL ran out,
     docs/dimensions.md), and the document must still get a higher version than
     the one it has, or Elasticsearch refuses it as stale. Batches write a key
@@ -131,6 +131,4 @@ def next_version(
     a replayed batch rewrites the same content a version higher.
     """
     version = enriched_version(found, dimensions) + changes
-    if not dimensions or written is None:
-        return version
-    return max(version, written + 1)
+    return version if written is None else max(version, written + 1)

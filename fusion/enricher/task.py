@@ -186,9 +186,10 @@ def _enrich_group(
     enriched_at = now_iso()
     for key, want in wanted.items():
         docs = found.pop(key)
-        now = docs.pop(lookups.WRITTEN, None)
+        current = docs.pop(lookups.WRITTEN, None)
         metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
-        version = next_version(docs, config.dimensions, want.changes, now.version if now else None)
+        before = current.version if current else None
+        version = next_version(docs, config.dimensions, want.changes, before)
         if want.kind == "deleted":
             doc = EnrichedDoc(key, b"", want.fired_at, want.where, want.original, version, True)
             enriched.append(doc)
