@@ -112,10 +112,9 @@ def _per_source(
     fetched: Found = {}
     for doc_id, source in targets:
         index = _index(config, source)
+        get = partial(es.get, index=index, id=doc_id, source=source is not None)
         try:
-            hit = _counted(
-                partial(es.get, index=index, id=doc_id), f"GET {index}", metrics, retry, index
-            )
+            hit = _counted(get, f"GET {index}", metrics, retry, index)
         except NotFoundError as exc:
             if index_gone(exc):
                 raise IndexGoneError(index, f"GET: {exc.message}") from None
@@ -169,13 +168,20 @@ def _batched(
 ) -> Found:
     fetched: Found = {}
     for chunk in _chunks(targets, config.pipeline.mget_chunk):
-        docs = [{"_index": _index(config, source), "_id": doc_id} for doc_id, source in chunk]
+        docs = [_doc(config, doc_id, source) for doc_id, source in chunk]
         indexes = ",".join(sorted({doc["_index"] for doc in docs}))
         hits = _counted(partial(mget, es, docs), "_mget", metrics, retry, indexes)
         for (doc_id, source), hit in zip(chunk, hits, strict=True):
             if hit.get("found"):
                 _keep(config, fetched, doc_id, source, dict(hit))
     return fetched
+
+
+def _doc(config: PipelineConfig, doc_id: str, source: SourceConfig | None) -> dict[str, Any]:
+    """One document of an ``_mget``; of a key's enriched document only its version is
+    read, and its source (every part the key has) is not worth sending."""
+    doc: dict[str, Any] = {"_index": _index(config, source), "_id": doc_id}
+    return doc if source is not None else doc | {"_source": False}
 
 
 def mget(es: Elasticsearch, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
