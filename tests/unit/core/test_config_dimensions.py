@@ -148,3 +148,25 @@ def test_what_does_not_know_dimensions_yet_refuses_them_in_one_line(tmp_path: Pa
     config = _load(tmp_path, ITEMS)
     with pytest.raises(ConfigError, match="rows reconcile does not look up yet"):
         reconcile(None, config)  # type: ignore[arg-type]  # refused before Spark is asked
+
+
+def test_references_are_worked_out_once_per_list_of_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fusion.core import config_dimensions
+
+    config = _load(tmp_path, ITEMS)
+    calls = []
+    work = config_dimensions.references_of
+    monkeypatch.setattr(config_dimensions, "references_of", lambda s: calls.append(1) or work(s))
+
+    for _ in range(3):
+        assert [r.dimension for r in config.references_from("item")] == ["brand", "tax_status"]
+    assert len(calls) <= 1  # the enricher asks per document it reads
+
+    # A copy with other sources: its own references, not the original's.
+    item = config.source("item").model_copy(update={"references": {"brand": "brand_id"}})
+    others = [s for s in config.sources if s.name not in ("item", "tax_status")]
+    copy = config.model_copy(update={"sources": [item, *others]})
+    assert [r.dimension for r in copy.references_from("item")] == ["brand"]
+    assert copy.dimensions == ("brand",) and config.dimensions == ("brand", "tax_status")
