@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +17,7 @@ from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
 
 if TYPE_CHECKING:
-    from fusion.bench.runs.sustain import SustainOptions
+    from fusion.bench.sustain.run import SustainOptions
 
 
 def bench_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -92,17 +94,35 @@ def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench.runs import sustain as bench_sustain
-    from fusion.bench.runs import sustain_report
+    from fusion.bench import report as report_files
+    from fusion.bench.sustain import report as sustain_report
+    from fusion.bench.sustain import run as bench_sustain
 
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
     options = _sustain_options(args)
+    reports = []
     with Tracker(err, "sustained-load benchmark", "steps", rate=False) as tracker:
-        report = bench_sustain.run_sustain(settings, options, on_step=tracker.step)
-    return print_bench(
-        sustain_report.markdown(report), sustain_report.write_report(report, args.out)
-    )
+        for run in range(args.runs):
+            # Each run from a fresh pipeline, beside its own floor.
+            prefix = f"run {run + 1}/{args.runs}: " if args.runs > 1 else ""
+            step = partial(_prefixed, tracker.step, prefix)
+            reports.append(bench_sustain.run_sustain(settings, options, on_step=step))
+    if len(reports) == 1:
+        return print_bench(
+            sustain_report.markdown(reports[0]), sustain_report.write_report(reports[0], args.out)
+        )
+    each = [
+        p for n, r in enumerate(reports, 1) for p in sustain_report.write_report(r, args.out, n)
+    ]
+    report = sustain_report.of_runs(reports)
+    text = sustain_report.runs_markdown(report)
+    paths = report_files.write_text_files(args.out, "sustain-runs", report, text)
+    return print_bench(text, (*paths, *each))
+
+
+def _prefixed(step: Callable[[str], None], prefix: str, text: str) -> None:
+    step(prefix + text)
 
 
 def bench_soak_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -211,7 +231,7 @@ def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def _sustain_options(args: argparse.Namespace) -> SustainOptions:
     """The sustained-load options, checked."""
-    from fusion.bench.runs.sustain import SustainOptions
+    from fusion.bench.sustain.run import SustainOptions
 
     if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
         raise ConfigError(
@@ -219,12 +239,14 @@ def _sustain_options(args: argparse.Namespace) -> SustainOptions:
             "",
             "need at least 2 sources, steps of 3 s or more and 0 < start rate <= max rate",
         )
-    at_rates = tuple(args.at) if args.at else (250.0,)
-    if args.slo <= 0 or any(rate <= 0 for rate in at_rates) or args.warmup_seconds < 0:
+    at_rates = tuple(args.at or ())
+    at_floor = tuple(args.at_floor) if args.at_floor else (0.1,)
+    positive = all(value > 0 for value in (*at_rates, *at_floor))
+    if args.slo <= 0 or not positive or args.warmup_seconds < 0 or args.runs < 1:
         raise ConfigError(
-            "--slo/--at/--warmup-seconds",
+            "--slo/--at/--at-floor/--warmup-seconds/--runs",
             "",
-            "need a positive objective and rates, and a warm-up >= 0",
+            "need a positive objective, rates and fractions, a warm-up >= 0 and runs >= 1",
         )
     return SustainOptions(
         sources=args.sources,
@@ -234,5 +256,6 @@ def _sustain_options(args: argparse.Namespace) -> SustainOptions:
         seed=args.seed,
         slo=args.slo,
         at_rates=at_rates,
+        at_floor=at_floor,
         warmup_seconds=args.warmup_seconds,
     )

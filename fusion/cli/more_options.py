@@ -203,7 +203,16 @@ def add_bench(commands: Commands) -> None:
         type=float,
         action="append",
         metavar="KEYS_PER_S",
-        help="also measure a step at this rate, reported apart (repeatable; default 250)",
+        help="also measure a step at this rate, reported apart (repeatable)",
+    )
+    sustain.add_argument(
+        "--at-floor",
+        type=float,
+        action="append",
+        metavar="FRACTION",
+        help="also measure a step at this fraction of the floor (the rate at which this "
+        "machine bulk-indexes the same documents from Python, measured in the same run), "
+        "reported apart (repeatable; default 0.1)",
     )
     sustain.add_argument(
         "--warmup-seconds",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fusion.bench.runs import sustain as bench_sustain
-from fusion.bench.runs import sustain_report
-from fusion.bench.runs.sustain import SustainOptions
+from fusion.bench.sustain import report as sustain_report
+from fusion.bench.sustain import run as bench_sustain
+from fusion.bench.sustain.run import SustainOptions
 from fusion.core.settings import Settings
 
 HOPS = ("index", "count", "enrich")
@@ -28,7 +28,9 @@ def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(
         refine=0,
         slo=60.0,
         at_rates=(10.0,),
+        at_floor=(0.005,),
         warmup_seconds=4,
+        floor_keys=400,
     )
 
     report = bench_sustain.run_sustain(settings, options)
@@ -51,7 +53,21 @@ def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(
         assert step["sent_keys_per_second"] > 0, step
     assert [s["fraction"] for s in report["at_fraction"]] == [0.25, 0.5, 1.0]
     assert [s["keys_per_second"] for s in report["at_fraction"]] == [7.5, 15, 30]
-    assert [s["keys_per_second"] for s in report["at_rates"]] == [10.0]
+    floor = report["floor"]
+    assert floor["keys"] == 400 and floor["keys_per_second_before"] > 0
+    assert floor["keys_per_second_after"] > 0
+    assert floor["keys_per_second"] == round(
+        (floor["keys_per_second_before"] + floor["keys_per_second_after"]) / 2, 1
+    )
+    # The fixed step, then the one at a share of the floor measured before the pipeline.
+    assert [s["floor_fraction"] for s in report["at_rates"]] == [None, 0.005]
+    assert report["at_rates"][0]["keys_per_second"] == 10.0
+    at_floor = report["at_rates"][1]["keys_per_second"]
+    assert at_floor == round(floor["keys_per_second_before"] * 0.005, 1)
+    for step in steps:
+        assert step["fraction_of_floor"] == round(
+            step["keys_per_second"] / floor["keys_per_second"], 3
+        )
     best = report["at_fraction"][-1]
     assert report["sustained"] == {
         "keys_per_second": 30,
@@ -60,6 +76,7 @@ def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(
         "latency_p99": best["latency_p99"],
         "requests_per_key": best["requests_per_key"],
         "hops": best["hops"],
+        "fraction_of_floor": best["fraction_of_floor"],
     }
     assert report["kept_up"] == report["sustained"]
     assert report["slo_seconds"] == 60.0
@@ -68,6 +85,8 @@ def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(
 
     assert json.loads(paths[0].read_text())["sustained"]["keys_per_second"] == 30
     markdown = paths[1].read_text()
-    assert "Highest sustained rate (p99 <= 60 s): 30 keys/s" in markdown
+    share = report["sustained"]["fraction_of_floor"]
+    assert f"Highest sustained rate (p99 <= 60 s): {share:.2f} of the floor, 30 keys/s" in markdown
+    assert "The floor (this machine bulk-indexing each key's 4 documents" in markdown
     assert all(hop in markdown for hop in HOPS)
     assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -8,7 +8,7 @@ the same batched pipeline, side by side in one run:
 1. **burst**: per run the floor (the rows bulk-indexed from Python, no Kafka, no
    Spark), then each format's burst into a fresh pipeline, alternating which
    goes first; the median of ``runs``, each beside the floor of its run;
-2. **sustained**: the sustained-rate search of :mod:`fusion.bench.runs.sustain`
+2. **sustained**: the sustained-rate search of :mod:`fusion.bench.sustain.run`
    for each format, with the same steps.
 
 Every rate is also given as a fraction of the floor rate (keys per second at
@@ -28,7 +28,7 @@ from fusion.bench.baselines import run_floor
 from fusion.bench.generator import GenOptions, build_dataset
 from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.burst import BenchOptions, bench_config, run_mode
-from fusion.bench.runs.sustain import SustainOptions, run_sustain
+from fusion.bench.sustain.run import SustainOptions, run_sustain
 from fusion.core.config_values import SourceFormat
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings

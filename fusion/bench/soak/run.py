@@ -2,7 +2,7 @@
 
 The pipeline runs as `fusion run` in its own process group, fed at a steady
 rate (by default half the highest rate it sustains, found first by a short
-:mod:`~fusion.bench.runs.sustain` search on this machine). Every
+:mod:`~fusion.bench.sustain.run` search on this machine). Every
 ``kill_every_minutes`` its whole process group is killed with SIGKILL and a
 new `fusion run` starts on the same checkpoints; once, Elasticsearch (the
 local runtime's) is stopped and started again. Throughout:
@@ -36,9 +36,10 @@ from fusion import pipeline
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.burst import BenchOptions, bench_config, produce_timed
-from fusion.bench.runs.sustain import SustainOptions, run_sustain, steady_dataset
 from fusion.bench.soak.report import Sample, flatness, windows
 from fusion.bench.soak.servers import Outputs, restart_elasticsearch, servers_rss_mb
+from fusion.bench.sustain.run import SustainOptions, run_sustain
+from fusion.bench.sustain.step import steady_dataset
 from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
@@ -103,6 +104,7 @@ def _rate(
         start_rate=100.0,
         refine=1,
         at_rates=(),
+        at_floor=(),
         warmup_seconds=60.0,
     )
     found = run_sustain(settings, search, on_step)["sustained"]

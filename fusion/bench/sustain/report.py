@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from fusion.bench.report import write_files
+from fusion.bench.sustain.floor import median_of_runs, share
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -23,18 +24,29 @@ def markdown(report: dict[str, Any]) -> str:
         f"Python {machine_['python']}",
         "",
     ]
+    floor = report.get("floor")
+    if floor is not None:
+        lines += [
+            f"The floor (this machine bulk-indexing each key's {report['sources'] + 1} documents "
+            f"from Python, {floor['keys']:,} keys): {floor['keys_per_second']:,.0f} keys/s "
+            f"({floor['keys_per_second_before']:,.0f} before the pipeline, "
+            f"{floor['keys_per_second_after']:,.0f} after). Rates below are also fractions of it.",
+            "",
+        ]
     if best is None:
         lines.append(f"No rate was sustained with p99 <= {slo:g} s.")
     else:
         lines.append(
-            f"**Highest sustained rate (p99 <= {slo:g} s): {best['keys_per_second']:,.0f} keys/s** "
+            f"**Highest sustained rate (p99 <= {slo:g} s): {_share(best)}"
+            f"{best['keys_per_second']:,.0f} keys/s** "
             f"({best['keys_per_second'] * report['sources']:,.0f} records/s)"
         )
     if kept is not None:
         lines.append("")
         lines.append(
-            f"Highest rate kept up with, whatever the latency: {kept['keys_per_second']:,.0f} "
-            f"keys/s (p50 {kept['latency_p50']} s, p99 {kept['latency_p99']} s)"
+            f"Highest rate kept up with, whatever the latency: {_share(kept)}"
+            f"{kept['keys_per_second']:,.0f} keys/s (p50 {kept['latency_p50']} s, "
+            f"p99 {kept['latency_p99']} s)"
         )
     lines += ["", *hops_table(report), ""]
     lines += [
@@ -44,10 +56,11 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     rows = [("search", s) for s in report["search"]]
     rows += [(f"{s['fraction']:.0%}", s) for s in report["at_fraction"] if s["fraction"] < 1]
-    rows += [("fixed", s) for s in report.get("at_rates", [])]
+    rows += [(_fixed(s), s) for s in report.get("at_rates", [])]
     for label, s in rows:
         lines.append(
-            f"| {label} | {s['keys_per_second']:,.0f} | {s['sent_keys_per_second']:,.0f} "
+            f"| {label} | {_share(s)}{s['keys_per_second']:,.0f} "
+            f"| {s['sent_keys_per_second']:,.0f} "
             f"| {s['keys']:,} | {s['latency_p50']} | {s['latency_p95']} | {s['latency_p99']} "
             f"| {s['latency_max']} | {s['requests_per_key']} "
             f"| {s['backlog_mean']:,}, {s['backlog_rise']:+,} | {s['why']} |"
@@ -59,7 +72,8 @@ def hops_table(report: dict[str, Any]) -> list[str]:
     """Latency per hop (p50/p95/p99 s) at each reported rate, from the records' Kafka timestamps."""
     steps = [(f"{s['fraction']:.0%} ({s['keys_per_second']:,.0f} keys/s)", s)
              for s in report["at_fraction"]]  # fmt: skip
-    steps += [(f"{s['keys_per_second']:,.0f} keys/s", s) for s in report.get("at_rates", [])]
+    steps += [(f"{_fixed(s)}: {s['keys_per_second']:,.0f} keys/s", s)
+              for s in report.get("at_rates", [])]  # fmt: skip
     lines = [
         "| rate | index (record → ack) | count (last ack → ready) | enrich (ready → enriched) "
         "| end to end |",
@@ -71,6 +85,64 @@ def hops_table(report: dict[str, Any]) -> list[str]:
         end = _spread({k: step[f"latency_{k}"] for k in ("p50", "p95", "p99")})
         lines.append(f"| {label} | {' | '.join(cells)} | {end} |")
     return lines
+
+
+def _share(step: dict[str, Any]) -> str:
+    """A rate's fraction of the floor, as the report's figures open with it."""
+    part = step.get("fraction_of_floor")
+    return "" if part is None else f"{part:.2f} of the floor, "
+
+
+def _fixed(step: dict[str, Any]) -> str:
+    part = step.get("floor_fraction")
+    return "fixed" if part is None else f"{share(part)} of the floor"
+
+
+def of_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs' reports, with the median of their headline figures."""
+    return {"kind": "sustain-runs", "median": median_of_runs(reports), "runs": reports}
+
+
+def runs_markdown(report: dict[str, Any]) -> str:
+    """The runs side by side (each beside its own floor), their median, then each run."""
+    m = report["median"]
+    at = "-" if m["floor_step_fraction"] is None else share(m["floor_step_fraction"])
+    lines = [
+        f"Sustained load, {m['runs']} runs, each from a fresh pipeline and "
+        "beside the floor measured in the same run (fractions of it first).",
+        "",
+        "| run | floor keys/s (before, after) | sustained (p99 objective) | kept up "
+        f"| p50 / p99 s at {at} of the floor |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for n, run in enumerate(report["runs"], 1):
+        floor = run["floor"]
+        step = next((s for s in run.get("at_rates", []) if s.get("floor_fraction")), None)
+        lines.append(
+            f"| {n} | {floor['keys_per_second']:,.0f} ({floor['keys_per_second_before']:,.0f}, "
+            f"{floor['keys_per_second_after']:,.0f}) | {_headline(run.get('sustained'))} "
+            f"| {_headline(run.get('kept_up'))} "
+            f"| {_latency(step)} |"
+        )
+    lines.append(
+        f"| median | {m['floor_keys_per_second'] or 0:,.0f} "
+        f"| {m['sustained_fraction']} ({m['sustained_keys_per_second'] or 0:,.0f} keys/s) "
+        f"| {m['kept_up_fraction']} ({m['kept_up_keys_per_second'] or 0:,.0f} keys/s) "
+        f"| {m['floor_step_p50']} / {m['floor_step_p99']} |"
+    )
+    for n, run in enumerate(report["runs"], 1):
+        lines += ["", f"## Run {n}", "", markdown(run)]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(step: dict[str, Any] | None) -> str:
+    if step is None:
+        return "none"
+    return f"{step['fraction_of_floor']} ({step['keys_per_second']:,.0f} keys/s)"
+
+
+def _latency(step: dict[str, Any] | None) -> str:
+    return "-" if step is None else f"{step['latency_p50']} / {step['latency_p99']}"
 
 
 def _spread(values: dict[str, Any]) -> str:
@@ -113,5 +185,9 @@ def chart(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path, Path]:
-    return write_files(out_dir, f"sustain-n{report['sources']}", report, markdown(report), chart)
+def write_report(
+    report: dict[str, Any], out_dir: Path, run: int | None = None
+) -> tuple[Path, Path, Path]:
+    """``<stamp>-sustain-n<N>[-run<run>].{json,md,png}`` (runs of one command share a stamp)."""
+    name = f"sustain-n{report['sources']}" + ("" if run is None else f"-run{run}")
+    return write_files(out_dir, name, report, markdown(report), chart)

@@ -25,10 +25,7 @@ highest rate that kept up whatever its latency, and steps at fixed rates
 
 from __future__ import annotations
 
-import random
 import tempfile
-import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -36,19 +33,17 @@ from pathlib import Path
 from typing import Any
 
 from fusion import pipeline
-from fusion.bench.errors import SustainError
-from fusion.bench.generator import Dataset, GenOptions, build_dataset
-from fusion.bench.hops import TopicTimes, hop_summary
-from fusion.bench.meter import SAMPLE_SECONDS, Objective, Seen, Sent, Step, judge, summary
+from fusion.bench.hops import TopicTimes
+from fusion.bench.meter import Objective, Step, summary
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine
-from fusion.bench.runs.burst import BenchOptions, bench_config, produce_timed
-from fusion.core.config import PipelineConfig
+from fusion.bench.runs.burst import BenchOptions, bench_config
+from fusion.bench.sustain import floor as sustain_floor
+from fusion.bench.sustain.floor import FLOOR_KEYS, Floor
+from fusion.bench.sustain.step import StepMeter
 from fusion.core.config_values import SourceFormat
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
-from fusion.kafka import lag
-from fusion.observe.figures import Figures
 from fusion.ops import teardown
 
 
@@ -64,7 +59,10 @@ class SustainOptions:
     # input is sent, before the step counts as not keeping up.
     drain_seconds: float = 120.0
     slo: float = 3.0  # p99 latency objective, seconds
-    at_rates: tuple[float, ...] = (250.0,)  # steps at fixed rates, reported apart
+    at_rates: tuple[float, ...] = ()  # steps at fixed rates, reported apart
+    # Steps at these fractions of the floor, reported apart (the issue's "p50 at 10 %").
+    at_floor: tuple[float, ...] = (0.1,)
+    floor_keys: int = FLOOR_KEYS  # keys per floor measurement
     warmup_seconds: float = 120.0  # the JVM compiles Spark's hot code for minutes
     format: SourceFormat = "json"  # "debezium": each record a change event of its row
 
@@ -72,10 +70,15 @@ class SustainOptions:
 def run_sustain(
     settings: Settings, options: SustainOptions, on_step: Callable[[str], None] = lambda _: None
 ) -> dict[str, Any]:
-    """Search the highest sustained rate; measure fractions of it and fixed rates; the report."""
+    """Search the highest sustained rate; measure fractions of it and fixed rates; the report,
+    every rate in it also as a fraction of the floor measured before and after."""
     tag = uuid.uuid4().hex[:6]
     bench = BenchOptions(1, options.sources, format=options.format)
     config = bench_config(settings, "batched", bench, f"s{tag}")
+    on_step("the floor, before (bulk from Python)")
+    # Untimed first: a cold node's JIT would make the floor, and so every fraction, flatter.
+    sustain_floor.measure(settings, config, max(1, options.floor_keys // 4))
+    before = sustain_floor.measure(settings, config, options.floor_keys)
     teardown.delete_all(config)
     pipeline.prepare(config)
     workdir = Path(tempfile.mkdtemp(prefix="fusion-sustain-"))
@@ -88,21 +91,14 @@ def run_sustain(
             meter.step(options.start_rate, seconds=options.warmup_seconds)
             search = _search(meter, options, on_step)
             best = _highest(search, lambda s: s.sustained)
-            fractions: list[dict[str, Any]] = []
-            if best is not None:
-                for fraction in (0.25, 0.5):
-                    rate = best.keys_per_second * fraction
-                    on_step(f"{fraction:.0%} of {best.keys_per_second:,.0f} keys/s")
-                    fractions.append({"fraction": fraction, **asdict(meter.step(rate))})
-                fractions.append({"fraction": 1.0, **asdict(best)})
-            fixed = []
-            for rate in options.at_rates:
-                on_step(f"fixed rate: {rate:,.0f} keys/s")
-                fixed.append(asdict(meter.step(rate)))
+            fractions = _at_fractions(meter, best, on_step)
+            fixed = _at_rates(meter, options, before, on_step)
             run.stop()
     finally:
         teardown.delete_all(config)
-    return {
+    on_step("the floor, after")
+    after = sustain_floor.measure(settings, config, options.floor_keys)
+    report = {
         "kind": "sustain",
         "sources": options.sources,
         "step_seconds": options.step_seconds,
@@ -120,6 +116,36 @@ def run_sustain(
         "at_fraction": fractions,
         "at_rates": fixed,
     }
+    return sustain_floor.with_fractions(report, Floor(before, after, options.floor_keys))
+
+
+def _at_fractions(
+    meter: StepMeter, best: Step | None, on_step: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Steps at 25 % and 50 % of the highest sustained rate, and that rate's own step."""
+    if best is None:
+        return []
+    fractions: list[dict[str, Any]] = []
+    for fraction in (0.25, 0.5):
+        rate = best.keys_per_second * fraction
+        on_step(f"{fraction:.0%} of {best.keys_per_second:,.0f} keys/s")
+        fractions.append({"fraction": fraction, **asdict(meter.step(rate))})
+    return [*fractions, {"fraction": 1.0, **asdict(best)}]
+
+
+def _at_rates(
+    meter: StepMeter, options: SustainOptions, floor: float, on_step: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Steps at the fixed rates asked for, then at the fractions of the floor (before)."""
+    fixed: list[dict[str, Any]] = []
+    for rate in options.at_rates:
+        on_step(f"fixed rate: {rate:,.0f} keys/s")
+        fixed.append({"floor_fraction": None, **asdict(meter.step(rate))})
+    for share in options.at_floor:
+        rate = round(floor * share, 1)
+        on_step(f"{sustain_floor.share(share)} of the floor: {rate:,.0f} keys/s")
+        fixed.append({"floor_fraction": share, **asdict(meter.step(rate))})
+    return fixed
 
 
 def _highest(steps: list[Step], good: Callable[[Step], bool]) -> Step | None:
@@ -189,109 +215,3 @@ def _refine(
             return
         on_step(f"refine {name}: {rate:,.0f} keys/s")
         steps.append(meter.step(rate))
-
-
-def steady_dataset(
-    config: PipelineConfig, rate: float, seconds: float, seed: int, prefix: str
-) -> Dataset:
-    """``rate * seconds`` complete keys; each second's records shuffled among themselves.
-
-    So a key's N records arrive in random order within about a second, as
-    from N systems that each publish their part soon after the event.
-    """
-    keys = max(1, round(rate * seconds))
-    options = GenOptions(keys=keys, seed=seed, duplicate_rate=0, missing_rate=0, shuffle=False,
-                         key_prefix=prefix)  # fmt: skip
-    data = build_dataset(config, options)
-    window = max(len(config.sources), round(rate * len(config.sources)))
-    rng = random.Random(seed)
-    records = data.records
-    for start in range(0, len(records), window):
-        chunk = records[start : start + window]
-        rng.shuffle(chunk)
-        records[start : start + window] = chunk
-    return data
-
-
-class StepMeter:
-    """Runs one step: fresh keys at a rate, backlog samples, latencies per key and hop."""
-
-    def __init__(
-        self,
-        config: PipelineConfig,
-        options: SustainOptions,
-        run: PipelineProcess,
-        times: TopicTimes,
-        objective: Objective,
-    ) -> None:
-        self.config = config
-        self.options = options
-        self.run = run
-        self.times = times
-        self.objective = objective
-        self.stages = pipeline.select(config, None).queries(config)
-        self.count = 0
-
-    def step(self, rate: float, seconds: float | None = None) -> Step:
-        seconds = seconds or self.options.step_seconds
-        self.count += 1
-        data = steady_dataset(self.config, rate, seconds, self.options.seed + self.count,
-                              f"S{self.count}")  # fmt: skip
-        keys = list(data.expected)
-        before = self._requests()
-        samples: list[tuple[float, int]] = []
-        sampling = threading.Event()
-        sampler = threading.Thread(target=self._sample, args=(samples, sampling), daemon=True)
-        sampler.start()
-        first, last_send = produce_timed(self.config, data, rate * self.options.sources)
-        sent = Sent(rate, keys, first, time.time() - first, last_send)
-        sampling.set()
-        sampler.join(timeout=30)
-        drained, found = self._drain(keys)
-        lookups, enriched = (a - b for a, b in zip(self._requests(), before, strict=True))
-        hops = hop_summary(self.times.of(key) for key in keys)
-        seen = Seen(found, samples, drained, lookups, enriched, hops)
-        return judge(sent, seen, self.options.sources, self.objective)
-
-    def _sample(self, samples: list[tuple[float, int]], done: threading.Event) -> None:
-        while not done.wait(SAMPLE_SECONDS):
-            samples.append((time.time(), lag.behind(self.config, self.stages)))
-
-    def _drain(self, keys: list[str]) -> tuple[float, dict[str, float]]:
-        """Wait until every key is enriched and every query committed its input."""
-        started = time.monotonic()
-        deadline = started + self.options.drain_seconds
-        while True:
-            self.run.check()
-            if self._caught_up(keys):
-                # Read after the check: a key enriched in between counts.
-                return time.monotonic() - started, self.times.enriched(keys)
-            found = self.times.enriched(keys)
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-        # Not drained in time: let it finish anyway (up to 10 min), so the next
-        # step starts from an empty pipeline; this step counts as not keeping up.
-        give_up = time.monotonic() + 600
-        while not self._caught_up(keys):
-            self.run.check()
-            if time.monotonic() > give_up:
-                raise SustainError(
-                    f"the pipeline did not catch up within 10 min after a step at "
-                    f"{len(keys)} keys; fix: lower --start-rate or --max-rate"
-                )
-            time.sleep(1)
-        return self.options.drain_seconds, found  # keys found within the drain time
-
-    def _caught_up(self, keys: list[str]) -> bool:
-        enriched = len(self.times.enriched(keys)) == len(keys)
-        return enriched and lag.behind(self.config, self.stages) == 0
-
-    def _requests(self) -> tuple[int, int]:
-        """The pipeline's cumulative (lookups, enriched keys), from its stages' last markers."""
-        counts: dict[str, int] = {}
-        for marker, _ in lag.stage_markers(self.config, self.stages).values():
-            for name, value in (marker.counts if marker is not None else {}).items():
-                counts[name] = counts.get(name, 0) + value
-        figures = Figures(counts)
-        return figures.lookups, figures.enriched

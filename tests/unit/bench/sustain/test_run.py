@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from fusion.bench.meter import Objective, Seen, Sent, backlog_trend, judge, quantiles
-from fusion.bench.runs.sustain import steady_dataset
+from fusion.bench.sustain.step import steady_dataset
 from fusion.core.config import PipelineConfig
 
 RATE, SECONDS, SOURCES = 100.0, 30.0, 4

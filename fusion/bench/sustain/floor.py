@@ -1,0 +1,113 @@
+"""The sustained-load benchmark's yardstick: this machine's own floor, measured in the same run.
+
+A rate in keys/s does not travel: a second machine of the same kind, whose
+Elasticsearch indexed half as fast, sustained half the keys/s with nothing
+regressed (docs/benchmark.md). So each run measures how fast this machine
+bulk-indexes N + 1 documents per key (a key's N source documents and its
+enriched one) straight from Python into the same Elasticsearch, no Kafka and
+no Spark (:func:`fusion.bench.baselines.run_floor`), before the pipeline
+starts and again once it has stopped, and reports every rate also as a
+fraction of it. Pure but for :func:`measure`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fusion.bench.baselines import run_floor
+from fusion.bench.generator import GenOptions, build_dataset
+from fusion.core.config import PipelineConfig
+from fusion.core.settings import Settings
+
+# Keys per floor measurement: 100,000 documents at N = 4, a few seconds here; enough
+# that the bulk's own start is no part of the rate.
+FLOOR_KEYS = 20_000
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The floor, keys/s, measured before the pipeline started and after it stopped."""
+
+    before: float
+    after: float
+    keys: int = FLOOR_KEYS  # keys per measurement
+
+    @property
+    def keys_per_second(self) -> float:
+        """What rates are fractions of: the two measurements' mean (the machine drifts
+        during a run; both are in the report)."""
+        return (self.before + self.after) / 2
+
+
+def measure(settings: Settings, config: PipelineConfig, keys: int = FLOOR_KEYS) -> float:
+    """Keys/s at which this machine bulk-indexes ``keys`` keys' N + 1 documents from Python."""
+    options = GenOptions(keys=keys, duplicate_rate=0, missing_rate=0, key_prefix="F")
+    data = build_dataset(config, options)
+    return keys / run_floor(settings, data, config)
+
+
+def share(value: float) -> str:
+    """A fraction of the floor as the reports write it: ``10 %``, ``0.2 %``."""
+    return f"{value * 100:g} %"
+
+
+def fraction(rate: float | None, floor: Floor) -> float | None:
+    return None if rate is None else round(rate / floor.keys_per_second, 3)
+
+
+def with_fractions(report: dict[str, Any], floor: Floor) -> dict[str, Any]:
+    """``report`` with its floor, and each step's and headline's rate as a fraction of it."""
+    out = dict(report)
+    out["floor"] = {
+        "keys_per_second_before": round(floor.before, 1),
+        "keys_per_second_after": round(floor.after, 1),
+        "keys_per_second": round(floor.keys_per_second, 1),
+        "keys": floor.keys,
+    }
+    for name in ("search", "at_fraction", "at_rates"):
+        out[name] = [_fractioned(step, floor) for step in report.get(name, [])]
+    for name in ("sustained", "kept_up"):
+        out[name] = None if report.get(name) is None else _fractioned(report[name], floor)
+    return out
+
+
+def _fractioned(step: dict[str, Any], floor: Floor) -> dict[str, Any]:
+    return step | {"fraction_of_floor": fraction(step["keys_per_second"], floor)}
+
+
+def median_of_runs(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The headline figures of several runs, each the median over the runs: the sustained
+    and kept-up rates as fractions of their own run's floor, and the latency at the
+    fixed fraction of the floor (the issue's "p50 at 10 % of the floor")."""
+
+    def median(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return round(statistics.median(present), 3) if present else None
+
+    def headline(report: dict[str, Any], name: str, field: str) -> float | None:
+        return None if report.get(name) is None else report[name][field]
+
+    def floor_step(report: dict[str, Any], field: str) -> float | None:
+        steps = [s for s in report.get("at_rates", []) if s.get("floor_fraction") is not None]
+        return steps[0][field] if steps else None
+
+    return {
+        "runs": len(reports),
+        "floor_keys_per_second": median([r["floor"]["keys_per_second"] for r in reports]),
+        "sustained_fraction": median(
+            [headline(r, "sustained", "fraction_of_floor") for r in reports]
+        ),
+        "sustained_keys_per_second": median(
+            [headline(r, "sustained", "keys_per_second") for r in reports]
+        ),
+        "kept_up_fraction": median([headline(r, "kept_up", "fraction_of_floor") for r in reports]),
+        "kept_up_keys_per_second": median(
+            [headline(r, "kept_up", "keys_per_second") for r in reports]
+        ),
+        "floor_step_fraction": median([floor_step(r, "floor_fraction") for r in reports]),
+        "floor_step_p50": median([floor_step(r, "latency_p50") for r in reports]),
+        "floor_step_p99": median([floor_step(r, "latency_p99") for r in reports]),
+    }

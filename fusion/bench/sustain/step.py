@@ -1,0 +1,133 @@
+"""One step of the sustained-load benchmark: fresh keys at a steady rate, measured.
+
+:func:`steady_dataset` makes a step's keys; :class:`StepMeter` sends them at
+the step's rate, samples the backlog meanwhile, waits for every key to be
+enriched and judges the step (:func:`fusion.bench.meter.judge`).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from fusion import pipeline
+from fusion.bench.errors import SustainError
+from fusion.bench.generator import Dataset, GenOptions, build_dataset
+from fusion.bench.hops import TopicTimes, hop_summary
+from fusion.bench.meter import SAMPLE_SECONDS, Objective, Seen, Sent, Step, judge
+from fusion.bench.process import PipelineProcess
+from fusion.bench.runs.burst import produce_timed
+from fusion.core.config import PipelineConfig
+from fusion.kafka import lag
+from fusion.observe.figures import Figures
+
+if TYPE_CHECKING:
+    from fusion.bench.sustain.run import SustainOptions
+
+
+def steady_dataset(
+    config: PipelineConfig, rate: float, seconds: float, seed: int, prefix: str
+) -> Dataset:
+    """``rate * seconds`` complete keys; each second's records shuffled among themselves.
+
+    So a key's N records arrive in random order within about a second, as
+    from N systems that each publish their part soon after the event.
+    """
+    keys = max(1, round(rate * seconds))
+    options = GenOptions(keys=keys, seed=seed, duplicate_rate=0, missing_rate=0, shuffle=False,
+                         key_prefix=prefix)  # fmt: skip
+    data = build_dataset(config, options)
+    window = max(len(config.sources), round(rate * len(config.sources)))
+    rng = random.Random(seed)
+    records = data.records
+    for start in range(0, len(records), window):
+        chunk = records[start : start + window]
+        rng.shuffle(chunk)
+        records[start : start + window] = chunk
+    return data
+
+
+class StepMeter:
+    """Runs one step: fresh keys at a rate, backlog samples, latencies per key and hop."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        options: SustainOptions,
+        run: PipelineProcess,
+        times: TopicTimes,
+        objective: Objective,
+    ) -> None:
+        self.config = config
+        self.options = options
+        self.run = run
+        self.times = times
+        self.objective = objective
+        self.stages = pipeline.select(config, None).queries(config)
+        self.count = 0
+
+    def step(self, rate: float, seconds: float | None = None) -> Step:
+        seconds = seconds or self.options.step_seconds
+        self.count += 1
+        data = steady_dataset(self.config, rate, seconds, self.options.seed + self.count,
+                              f"S{self.count}")  # fmt: skip
+        keys = list(data.expected)
+        before = self._requests()
+        samples: list[tuple[float, int]] = []
+        sampling = threading.Event()
+        sampler = threading.Thread(target=self._sample, args=(samples, sampling), daemon=True)
+        sampler.start()
+        first, last_send = produce_timed(self.config, data, rate * self.options.sources)
+        sent = Sent(rate, keys, first, time.time() - first, last_send)
+        sampling.set()
+        sampler.join(timeout=30)
+        drained, found = self._drain(keys)
+        lookups, enriched = (a - b for a, b in zip(self._requests(), before, strict=True))
+        hops = hop_summary(self.times.of(key) for key in keys)
+        seen = Seen(found, samples, drained, lookups, enriched, hops)
+        return judge(sent, seen, self.options.sources, self.objective)
+
+    def _sample(self, samples: list[tuple[float, int]], done: threading.Event) -> None:
+        while not done.wait(SAMPLE_SECONDS):
+            samples.append((time.time(), lag.behind(self.config, self.stages)))
+
+    def _drain(self, keys: list[str]) -> tuple[float, dict[str, float]]:
+        """Wait until every key is enriched and every query committed its input."""
+        started = time.monotonic()
+        deadline = started + self.options.drain_seconds
+        while True:
+            self.run.check()
+            if self._caught_up(keys):
+                # Read after the check: a key enriched in between counts.
+                return time.monotonic() - started, self.times.enriched(keys)
+            found = self.times.enriched(keys)
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        # Not drained in time: let it finish anyway (up to 10 min), so the next
+        # step starts from an empty pipeline; this step counts as not keeping up.
+        give_up = time.monotonic() + 600
+        while not self._caught_up(keys):
+            self.run.check()
+            if time.monotonic() > give_up:
+                raise SustainError(
+                    f"the pipeline did not catch up within 10 min after a step at "
+                    f"{len(keys)} keys; fix: lower --start-rate or --max-rate"
+                )
+            time.sleep(1)
+        return self.options.drain_seconds, found  # keys found within the drain time
+
+    def _caught_up(self, keys: list[str]) -> bool:
+        enriched = len(self.times.enriched(keys)) == len(keys)
+        return enriched and lag.behind(self.config, self.stages) == 0
+
+    def _requests(self) -> tuple[int, int]:
+        """The pipeline's cumulative (lookups, enriched keys), from its stages' last markers."""
+        counts: dict[str, int] = {}
+        for marker, _ in lag.stage_markers(self.config, self.stages).values():
+            for name, value in (marker.counts if marker is not None else {}).items():
+                counts[name] = counts.get(name, 0) + value
+        figures = Figures(counts)
+        return figures.lookups, figures.enriched
