@@ -113,34 +113,36 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     dead: list[DeadLetter] = []
     tombstones = 0
     stores_key = config.sort_field(spec) == STORED_KEY
-    for raw in raws:
-        parsed = parse(
-            raw, source, config.key_of(spec), config.max_record_bytes, spec.format, stores_key
-        )
-        if isinstance(parsed, SourceRecord):
-            records.append(parsed)
-        elif isinstance(parsed, Tombstone):
-            tombstones += 1  # the compacted topic's half of a delete: nothing to index
-        else:
-            dead.append(parsed)
-    references = config.references_from(source)
-    if references:
-        records = [named(record, references) for record in records]
+    retries = Metrics()  # and the time each step took (names.STAGES)
+    with retries.timed(names.STAGE_INDEX_PARSE):
+        for raw in raws:
+            parsed = parse(
+                raw, source, config.key_of(spec), config.max_record_bytes, spec.format, stores_key
+            )
+            if isinstance(parsed, SourceRecord):
+                records.append(parsed)
+            elif isinstance(parsed, Tombstone):
+                tombstones += 1  # the compacted topic's half of a delete: nothing to index
+            else:
+                dead.append(parsed)
+        references = config.references_from(source)
+        if references:
+            records = [named(record, references) for record in records]
     crash_point("indexer.before_bulk")
     target = Target(
         config.index_of(config.source(source)), "indexer", source, config.pipeline.bulk_chunk
     )
-    retries = Metrics()
     latest = latest_per_key(records)
     # A dimension's rows as they were: a row written again unchanged needs no fan-out.
     before = _rows_before(job, source, latest, retries) if spec.dimension else {}
-    written = write_documents(
-        job.elasticsearch(),
-        target,
-        latest,
-        RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds),
-        retries,
-    )
+    with retries.timed(names.STAGE_INDEX_WRITE):
+        written = write_documents(
+            job.elasticsearch(),
+            target,
+            latest,
+            RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds),
+            retries,
+        )
     crash_point("indexer.after_bulk")
     dead.extend(written.dead)
     acks = list(_acks(source, written.confirmed))
@@ -148,15 +150,16 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     if references:
         # Published, not handed on: what counts reads them back from the topic, so a replayed
         # batch counts the slot acks of its first attempt, whatever the lookup finds now.
-        out += ack_records(
-            config.slots_topic, _slot_acks(job, references, written.confirmed, retries)
-        )
+        with retries.timed(names.STAGE_INDEX_SLOTS):
+            slots = _slot_acks(job, references, written.confirmed, retries)
+        out += ack_records(config.slots_topic, slots)
     if spec.dimension:
         # A row keyed by its own id is no part of a key: its change goes to the keys
         # that name it, by a fan-out (indexers/fanout_first.py, indexers/fanout.py), not to
         # the counter.
         changed = [i for i in written.confirmed if worth_a_fanout(i, before.get(i.record.key))]
-        out += first_pages(job, source, changed, retries)
+        with retries.timed(names.STAGE_INDEX_FANOUT):
+            out += first_pages(job, source, changed, retries)
         retries.add(names.FANOUT_UNCHANGED, len(written.confirmed) - len(changed))
         acks = []
     out += ack_records(config.acks_topic, acks)
@@ -173,7 +176,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         ),
         names.ES_RETRIES: retries.get(names.ES_RETRIES),
     }
-    counts |= {name: retries.get(name) for name in FANOUT_COUNTS}
+    counts |= {name: retries.get(name) for name in (*FANOUT_COUNTS, *names.STAGES)}
     return Indexed(f"{raws[0].topic}-{raws[0].partition}", out, counts, acks)
 
 

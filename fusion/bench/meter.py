@@ -46,6 +46,7 @@ class Seen:
     lookups: int
     enriched: int
     hops: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    stages: dict[str, float] = field(default_factory=dict)  # ms per batch, by stage
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class Step:
     kept_up: bool = False  # every key enriched, no upward trend of the backlog
     hops: dict[str, dict[str, float | None]] = field(default_factory=dict)
     cdf: list[float] = field(default_factory=list)  # latencies at CDF_POINTS quantiles
+    # Where a batch's time went: each stage's milliseconds per batch, summed over its tasks.
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 def backlog_trend(samples: list[tuple[float, int]]) -> tuple[float, float]:
@@ -133,6 +136,7 @@ def judge(sent: Sent, seen: Seen, sources: int, objective: Objective = Objective
         kept_up=kept_up,
         hops=seen.hops,
         cdf=quantiles(latencies, CDF_POINTS),
+        stages=seen.stages,
     )
 
 

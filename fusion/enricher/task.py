@@ -180,8 +180,47 @@ def _enrich_group(
     dead: list[DeadLetter] = []
     rows = {key: want.row_ids() for key, want in wanted.items() if want.refs}
     # With dimensions, the version each key's enriched document has now: the next is above it.
-    found = lookups.fetch(es, config, list(wanted), metrics, retry, rows, bool(config.dimensions))
+    with metrics.timed(names.STAGE_ENRICH_LOOKUP):
+        found = lookups.fetch(
+            es, config, list(wanted), metrics, retry, rows, bool(config.dimensions)
+        )
     crash_point("enricher.after_lookup")
+    with metrics.timed(names.STAGE_ENRICH_BUILD):
+        enriched = _documents(config, wanted, found, dead, metrics)
+    target = Target(config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False)
+    with metrics.timed(names.STAGE_ENRICH_WRITE):
+        written = write_documents(es, target, enriched, retry, metrics)
+    crash_point("enricher.after_write")
+    _observe_latencies(metrics, written.confirmed)
+    dead.extend(written.dead)
+    records, too_large = enriched_records(config, written.confirmed)
+    dead.extend(too_large)
+    kinds = Counter(wanted[item.record.key].kind for item in written.confirmed)
+    metrics.add_all(
+        {
+            names.ENRICHER_ENRICHED: len(written.confirmed) - kinds["deleted"],
+            names.ENRICHER_DELETED: kinds["deleted"],
+            names.ENRICHER_UPDATED: kinds["updated"],
+            names.ENRICHER_PARTIAL: kinds["incomplete"],
+            names.ENRICHER_STALE: len(written.stale),
+            names.ENRICHER_BULK_REQUESTS: written.requests,
+        }
+    )
+    # What the group's documents weighed, as the enriched documents that joined them.
+    size = sum(len(value or b"") for _, _, value in records)
+    size += sum(letter.original_size or 0 for letter in too_large)
+    return _Group(records, dead, size)
+
+
+def _documents(
+    config: PipelineConfig,
+    wanted: dict[str, Wanted],
+    found: lookups.Found,
+    dead: list[DeadLetter],
+    metrics: Metrics,
+) -> list[EnrichedDoc]:
+    """Each wanted key's enriched document (to write, or to delete); ``dead`` gets the keys
+    whose required parts Elasticsearch no longer has."""
     enriched: list[EnrichedDoc] = []
     enriched_at = now_iso()
     for key, want in wanted.items():
@@ -206,29 +245,7 @@ def _enrich_group(
             continue
         body = enriched_json(config.key_field, key, docs, want.fired_at, enriched_at, missing)
         enriched.append(EnrichedDoc(key, body, want.fired_at, want.where, want.original, version))
-
-    target = Target(config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False)
-    written = write_documents(es, target, enriched, retry, metrics)
-    crash_point("enricher.after_write")
-    _observe_latencies(metrics, written.confirmed)
-    dead.extend(written.dead)
-    records, too_large = enriched_records(config, written.confirmed)
-    dead.extend(too_large)
-    kinds = Counter(wanted[item.record.key].kind for item in written.confirmed)
-    metrics.add_all(
-        {
-            names.ENRICHER_ENRICHED: len(written.confirmed) - kinds["deleted"],
-            names.ENRICHER_DELETED: kinds["deleted"],
-            names.ENRICHER_UPDATED: kinds["updated"],
-            names.ENRICHER_PARTIAL: kinds["incomplete"],
-            names.ENRICHER_STALE: len(written.stale),
-            names.ENRICHER_BULK_REQUESTS: written.requests,
-        }
-    )
-    # What the group's documents weighed, as the enriched documents that joined them.
-    size = sum(len(value or b"") for _, _, value in records)
-    size += sum(letter.original_size or 0 for letter in too_large)
-    return _Group(records, dead, size)
+    return enriched
 
 
 def enriched_records(

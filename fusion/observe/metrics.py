@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from fusion.observe.names import LATENCY_PREFIX, LATENCY_SUM
@@ -46,6 +48,15 @@ class Metrics:
         if amount:
             with self._lock:
                 self._counts[name] += amount
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """Adds the milliseconds the ``with`` block took to ``name``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, round((time.perf_counter() - started) * 1000))
 
     def set(self, name: str, value: int) -> None:
         """A gauge: the latest value, not a sum."""

@@ -63,6 +63,20 @@ ENRICHER_ES_REQUESTS = "enricher.es_requests"  # lookups: GETs or _mgets
 ENRICHER_DOCS_FETCHED = "enricher.docs_fetched"
 ENRICHER_DLQ = "enricher.dlq"
 
+# Milliseconds the tasks spent in each stage, summed over tasks: where a batch's
+# time goes beside Spark's own phases (:func:`query_phase_ms`; docs/benchmark.md).
+STAGE_INDEX_PARSE = "ms.index.parse"  # records parsed, bulk actions built
+STAGE_INDEX_WRITE = "ms.index.write"  # the bulk write, refresh=wait_for included
+STAGE_INDEX_SLOTS = "ms.index.slots"  # the rows a referrer's records name, looked up
+STAGE_INDEX_FANOUT = "ms.index.fanout"  # a changed row's first fan-out page
+STAGE_ENRICH_LOOKUP = "ms.enrich.lookup"  # the group's _mget
+STAGE_ENRICH_BUILD = "ms.enrich.build"  # the enriched documents built
+STAGE_ENRICH_WRITE = "ms.enrich.write"  # their bulk write
+STAGES = (
+    STAGE_INDEX_PARSE, STAGE_INDEX_WRITE, STAGE_INDEX_SLOTS, STAGE_INDEX_FANOUT,
+    STAGE_ENRICH_LOOKUP, STAGE_ENRICH_BUILD, STAGE_ENRICH_WRITE,
+)  # fmt: skip
+
 # Dimensions' fan-outs (docs/dimensions.md): requests asked (a dimension row written) and
 # continued (a page done, more to go), requests read, slot acks published for the keys
 # found, fan-outs finished, malformed requests. Pending: asked + continued - read.
@@ -77,7 +91,7 @@ SLOT_ACKS = "counter.slot_acks"  # slot acks the single query read back and hand
 # Counted only by a pipeline with dimensions (its markers have room for them).
 DIMENSION_COUNTS = (
     FANOUT_ASKED, FANOUT_UNCHANGED, FANOUT_CONTINUED, FANOUT_REQUESTS, FANOUT_KEYS, FANOUT_DONE,
-    FANOUT_DLQ, SLOT_ACKS,
+    FANOUT_DLQ, SLOT_ACKS, STAGE_INDEX_SLOTS, STAGE_INDEX_FANOUT,
 )  # fmt: skip
 
 # The naive baseline (the benchmark's).
@@ -111,6 +125,18 @@ def query_input(query: str) -> str:
 def query_busy_ms(query: str) -> str:
     """Time the query spent in batches that read rows."""
     return f"busy_ms.{query}"
+
+
+def query_batches(query: str) -> str:
+    """The query's batches that read rows."""
+    return f"batches.{query}"
+
+
+def query_phase_ms(query: str, phase: str) -> str:
+    """Time the query's batches that read rows spent in one phase Spark times
+    (``durationMs``: ``latestOffset``, ``queryPlanning``, ``walCommit``,
+    ``addBatch``, ``commitOffsets``...)."""
+    return f"phase_ms.{query}.{phase}"
 
 
 def first_input(query: str) -> str:

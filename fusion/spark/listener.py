@@ -2,7 +2,9 @@
 
 A :class:`ProgressListener` sees every micro-batch of the pipeline's queries
 and adds what Spark measured: ``input.<query>`` (rows the batch read),
-``busy_ms.<query>`` (time spent in batches that read rows) and
+``busy_ms.<query>`` (time spent in batches that read rows), their number
+and their time by phase (``batches.<query>``, ``phase_ms.<query>.<phase>``:
+where a batch's time goes, docs/benchmark.md) and
 ``state.<query>.updated`` / ``state.<query>.rows`` (keys whose state the batch
 changed; keys in state after it). The counter's input is the acks it counted,
 which no task of its own sees.
@@ -77,8 +79,13 @@ class ProgressListener(StreamingQueryListener):
         rows = int(progress.get("numInputRows") or 0)
         metrics.add(names.query_input(query), rows)
         if rows:
-            busy = progress.get("durationMs", {}).get("triggerExecution", 0)
+            durations = progress.get("durationMs") or {}
+            busy = durations.get("triggerExecution", 0)
             metrics.add(names.query_busy_ms(query), int(busy))
+            metrics.add(names.query_batches(query))
+            for phase, ms in durations.items():
+                if phase != "triggerExecution":
+                    metrics.add(names.query_phase_ms(query, phase), int(ms))
             if not metrics.get(names.first_input(query)):
                 # The first batch that read rows runs in a cold JVM (class loading,
                 # JIT); the benchmark reports the rate without it as well.

@@ -51,8 +51,14 @@ def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(
         assert 0 < step["requests_per_key"] < 1, step
         # The producer sent every key of the step (at what rate: the benchmark reports it).
         assert step["sent_keys_per_second"] > 0, step
+        # Where its batches' time went: the tasks' stages, per batch (the bulk writes at least).
+        assert step["stages"]["index.write"] > 0 and step["stages"]["enrich.write"] > 0, step
     assert [s["fraction"] for s in report["at_fraction"]] == [0.25, 0.5, 1.0]
     assert [s["keys_per_second"] for s in report["at_fraction"]] == [7.5, 15, 30]
+    # Spark's own phases of the batches that read rows, per query, over the whole run.
+    assert any(
+        p["batches"] > 0 and p.get("addBatch", 0) > 0 for p in report["spark_phases"].values()
+    )
     floor = report["floor"]
     assert floor["keys"] == 400 and floor["keys_per_second_before"] > 0
     assert floor["keys_per_second_after"] > 0
@@ -88,5 +94,6 @@ def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(
     share = report["sustained"]["fraction_of_floor"]
     assert f"Highest sustained rate (p99 <= 60 s): {share:.2f} of the floor, 30 keys/s" in markdown
     assert "The floor (this machine bulk-indexing each key's 4 documents" in markdown
+    assert "Where a batch's time goes" in markdown and "batches that read rows" in markdown
     assert all(hop in markdown for hop in HOPS)
     assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

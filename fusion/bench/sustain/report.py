@@ -48,7 +48,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"{kept['keys_per_second']:,.0f} keys/s (p50 {kept['latency_p50']} s, "
             f"p99 {kept['latency_p99']} s)"
         )
-    lines += ["", *hops_table(report), ""]
+    lines += ["", *hops_table(report), "", *stages_table(report), ""]
     lines += [
         "| step | keys/s asked | sent | keys | p50 s | p95 s | p99 s | max s | lookups/key "
         "| backlog (mean, rise) | verdict |",
@@ -143,6 +143,31 @@ def _headline(step: dict[str, Any] | None) -> str:
 
 def _latency(step: dict[str, Any] | None) -> str:
     return "-" if step is None else f"{step['latency_p50']} / {step['latency_p99']}"
+
+
+STAGE_COLUMNS = ("index.parse", "index.write", "enrich.lookup", "enrich.build", "enrich.write")
+
+
+def stages_table(report: dict[str, Any]) -> list[str]:
+    """Where a batch's time goes: each task stage's ms per batch at each reported rate
+    (summed over the batch's tasks, which run side by side), then Spark's own phases."""
+    steps = [(f"{s['fraction']:.0%} of the highest", s) for s in report["at_fraction"]]
+    steps += [(_fixed(s), s) for s in report.get("at_rates", [])]
+    lines = [
+        "Where a batch's time goes, ms per batch (task stages summed over the batch's tasks):",
+        "",
+        f"| rate | {' | '.join(STAGE_COLUMNS)} |",
+        "|---|" + "---:|" * len(STAGE_COLUMNS),
+    ]
+    for label, step in steps:
+        stages = step.get("stages") or {}
+        cells = [str(stages.get(name, "-")) for name in STAGE_COLUMNS]
+        lines.append(f"| {label}, {step['keys_per_second']:,.0f} keys/s | {' | '.join(cells)} |")
+    for query, phases in (report.get("spark_phases") or {}).items():
+        spent = ", ".join(f"{k} {v}" for k, v in phases.items() if k != "batches")
+        lines += ["", f"Spark's phases of the `{query}` query's {phases['batches']:,.0f} "
+                  f"batches that read rows, ms per batch, the whole run: {spent}"]  # fmt: skip
+    return lines
 
 
 def _spread(values: dict[str, Any]) -> str:

@@ -40,7 +40,7 @@ from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.burst import BenchOptions, bench_config
 from fusion.bench.sustain import floor as sustain_floor
 from fusion.bench.sustain.floor import FLOOR_KEYS, Floor
-from fusion.bench.sustain.step import StepMeter
+from fusion.bench.sustain.step import StepMeter, spark_phases
 from fusion.core.config_values import SourceFormat
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
@@ -93,7 +93,7 @@ def run_sustain(
             best = _highest(search, lambda s: s.sustained)
             fractions = _at_fractions(meter, best, on_step)
             fixed = _at_rates(meter, options, before, on_step)
-            run.stop()
+            phases = spark_phases(run.stop().get("counters", {}))
     finally:
         teardown.delete_all(config)
     on_step("the floor, after")
@@ -115,6 +115,7 @@ def run_sustain(
         "search": [{k: v for k, v in asdict(s).items() if k != "cdf"} for s in search],
         "at_fraction": fractions,
         "at_rates": fixed,
+        "spark_phases": phases,
     }
     return sustain_floor.with_fractions(report, Floor(before, after, options.floor_keys))
 

@@ -21,6 +21,7 @@ from fusion.bench.process import PipelineProcess
 from fusion.bench.runs.burst import produce_timed
 from fusion.core.config import PipelineConfig
 from fusion.kafka import lag
+from fusion.observe import names
 from fusion.observe.figures import Figures
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class StepMeter:
         data = steady_dataset(self.config, rate, seconds, self.options.seed + self.count,
                               f"S{self.count}")  # fmt: skip
         keys = list(data.expected)
-        before = self._requests()
+        before = self._counts()
         samples: list[tuple[float, int]] = []
         sampling = threading.Event()
         sampler = threading.Thread(target=self._sample, args=(samples, sampling), daemon=True)
@@ -84,9 +85,12 @@ class StepMeter:
         sampling.set()
         sampler.join(timeout=30)
         drained, found = self._drain(keys)
-        lookups, enriched = (a - b for a, b in zip(self._requests(), before, strict=True))
+        after = self._counts()
+        lookups, enriched = (
+            a - b for a, b in zip(_requests(after), _requests(before), strict=True)
+        )
         hops = hop_summary(self.times.of(key) for key in keys)
-        seen = Seen(found, samples, drained, lookups, enriched, hops)
+        seen = Seen(found, samples, drained, lookups, enriched, hops, per_batch(before, after))
         return judge(sent, seen, self.options.sources, self.objective)
 
     def _sample(self, samples: list[tuple[float, int]], done: threading.Event) -> None:
@@ -123,11 +127,49 @@ class StepMeter:
         enriched = len(self.times.enriched(keys)) == len(keys)
         return enriched and lag.behind(self.config, self.stages) == 0
 
-    def _requests(self) -> tuple[int, int]:
-        """The pipeline's cumulative (lookups, enriched keys), from its stages' last markers."""
-        counts: dict[str, int] = {}
+    def _counts(self) -> dict[str, int]:
+        """The pipeline's cumulative counts, from its stages' last markers, and under
+        :data:`BATCHES` the sum of their batch ids (batches run so far)."""
+        counts: dict[str, int] = {BATCHES: 0}
         for marker, _ in lag.stage_markers(self.config, self.stages).values():
-            for name, value in (marker.counts if marker is not None else {}).items():
+            if marker is None:
+                continue
+            counts[BATCHES] += marker.batch
+            for name, value in marker.counts.items():
                 counts[name] = counts.get(name, 0) + value
-        figures = Figures(counts)
-        return figures.lookups, figures.enriched
+        return counts
+
+
+BATCHES = "batches"
+
+
+def _requests(counts: dict[str, int]) -> tuple[int, int]:
+    """(lookups, enriched keys) of cumulative counts."""
+    figures = Figures(counts)
+    return figures.lookups, figures.enriched
+
+
+def per_batch(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
+    """Each stage's milliseconds (:data:`fusion.observe.names.STAGES`, summed over tasks)
+    per batch between two readings of the counts; nothing if no batch ran."""
+    batches = after.get(BATCHES, 0) - before.get(BATCHES, 0)
+    if batches <= 0:
+        return {}
+    spent = {name: after.get(name, 0) - before.get(name, 0) for name in names.STAGES}
+    return {name.removeprefix("ms."): round(ms / batches, 1) for name, ms in spent.items() if ms}
+
+
+def spark_phases(counts: dict[str, int]) -> dict[str, dict[str, float]]:
+    """Per query, Spark's own phases of a batch that read rows (``durationMs``: planning,
+    offsets, ``addBatch``...) in milliseconds per such batch, over a whole run, with their
+    number under ``batches``: from the pipeline's final counts (its listener's)."""
+    phases: dict[str, dict[str, float]] = {}
+    for name, value in counts.items():
+        if name.startswith("batches.") and value:
+            query = name.removeprefix("batches.")
+            prefix = names.query_phase_ms(query, "")
+            spent = {k.removeprefix(prefix): v for k, v in counts.items() if k.startswith(prefix)}
+            phases[query] = {"batches": value} | {
+                phase: round(ms / value, 1) for phase, ms in sorted(spent.items())
+            }
+    return phases

@@ -56,7 +56,7 @@ def test_a_progress_report_is_counted_from_its_json() -> None:
     report = {
         "name": "clinic-counter",
         "numInputRows": 12,
-        "durationMs": {"triggerExecution": 340},
+        "durationMs": {"triggerExecution": 340, "addBatch": 300, "queryPlanning": 25},
         "stateOperators": [
             {"numRowsUpdated": 5, "numRowsTotal": 40},
             {"numRowsUpdated": 1, "numRowsTotal": 2},
@@ -68,5 +68,10 @@ def test_a_progress_report_is_counted_from_its_json() -> None:
 
     assert metrics.get("input.counter") == 12
     assert metrics.get("busy_ms.counter") == 340
+    # Where that batch's time went, phase by phase; one batch that read rows.
+    assert metrics.get("phase_ms.counter.addBatch") == 300
+    assert metrics.get("phase_ms.counter.queryPlanning") == 25
+    assert metrics.get("phase_ms.counter.triggerExecution") == 0
+    assert metrics.get("batches.counter") == 1
     assert metrics.get("state.counter.updated") == 6
     assert metrics.get("state.counter.rows") == 42
