@@ -204,6 +204,20 @@ class Figures:
         """Time the query spent in batches that read rows."""
         return self._get(names.query_busy_ms(query)) / 1000
 
+    def batches(self, query: str) -> int:
+        """The query's batches that read rows."""
+        return self._get(names.query_batches(query))
+
+    def phase_seconds(self, query: str) -> dict[str, float]:
+        """Time the query's batches that read rows spent in each of Spark's phases."""
+        prefix = names.query_phase_ms(query, "")
+        return {k.removeprefix(prefix): v / 1000 for k, v in self.counts.items()
+                if k.startswith(prefix)}  # fmt: skip
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Time the tasks spent in each stage (:data:`names.STAGES`), summed over tasks."""
+        return {name.removeprefix("ms."): self._get(name) / 1000 for name in names.STAGES}
+
     @property
     def es_rejected(self) -> int:
         return self._get(names.ES_REJECTED)

@@ -52,7 +52,7 @@ def families(
     """
     figures = Figures(counts)
     found = [
-        *stage_families(config, figures),
+        *stage_families(config, figures, queries),
         _per_query(
             _dead_letter_stages(config, queries),
             figures.query_dead_letters,

@@ -11,10 +11,40 @@ from fusion.core.config import PipelineConfig
 from fusion.observe.figures import Figures
 
 
-def stage_families(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:
+def stage_families(
+    config: PipelineConfig, figures: Figures, queries: list[str]
+) -> Iterator[Metric]:
     yield from _indexers(config, figures)
     yield from _counter(figures)
     yield from _enricher(figures)
+    yield from _time_spent(figures, queries)
+
+
+def _time_spent(figures: Figures, queries: list[str]) -> Iterator[Metric]:
+    """Where the batches' time goes: the tasks' stages, and Spark's phases of a batch."""
+    stages = CounterMetricFamily(
+        "fusion_stage_seconds",
+        "Time the tasks spent in each stage, summed over tasks (index.write holds the "
+        "refresh=wait_for)",
+        labels=["stage"],
+    )
+    for stage, seconds in figures.stage_seconds().items():
+        stages.add_metric([stage], seconds)
+    yield stages
+    batches = CounterMetricFamily(
+        "fusion_batches", "The query's batches that read rows", labels=["query"]
+    )
+    phases = CounterMetricFamily(
+        "fusion_batch_phase_seconds",
+        "Time the query's batches that read rows spent in each of Spark's phases",
+        labels=["query", "phase"],
+    )
+    for query in queries:
+        batches.add_metric([query], figures.batches(query))
+        for phase, seconds in sorted(figures.phase_seconds(query).items()):
+            phases.add_metric([query, phase], seconds)
+    yield batches
+    yield phases
 
 
 def _indexers(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:

@@ -30,6 +30,11 @@ def _metrics() -> Metrics:
             "indexer.billing.bulk_requests": 3,
             "input.indexer-billing": 12,
             "busy_ms.counter": 2500,
+            "batches.counter": 5,
+            "phase_ms.counter.addBatch": 2000,
+            "phase_ms.counter.queryPlanning": 300,
+            "ms.index.write": 1500,
+            "ms.enrich.lookup": 250,
             "counter.keys": 9,
             "counter.fired": 6,
             "counter.incomplete": 1,
@@ -74,6 +79,14 @@ def test_each_count_lands_in_its_metric_with_its_labels() -> None:
     assert samples[("fusion_dead_letters_total", (("query", "counter"),))] == 1
     assert samples[("fusion_input_records_total", (("query", "indexer-billing"),))] == 12
     assert samples[("fusion_batch_seconds_total", (("query", "counter"),))] == 2.5
+    # Where that time went: Spark's phases of the query's batches, the tasks' stages.
+    assert samples[("fusion_batches_total", (("query", "counter"),))] == 5
+    phase = "fusion_batch_phase_seconds_total"
+    assert samples[(phase, (("phase", "addBatch"), ("query", "counter")))] == 2.0
+    assert samples[(phase, (("phase", "queryPlanning"), ("query", "counter")))] == 0.3
+    assert samples[("fusion_stage_seconds_total", (("stage", "index.write"),))] == 1.5
+    assert samples[("fusion_stage_seconds_total", (("stage", "enrich.lookup"),))] == 0.25
+    assert samples[("fusion_stage_seconds_total", (("stage", "index.parse"),))] == 0
     assert samples[("fusion_counter_fired_keys_total", ())] == 6
     assert samples[("fusion_counter_incomplete_keys_total", ())] == 1
     assert samples[("fusion_counter_updated_keys_total", ())] == 4
