@@ -17,7 +17,7 @@ from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
 
 if TYPE_CHECKING:
-    from fusion.bench.sustain.run import SustainOptions
+    from fusion.bench.sustain.options import SustainOptions
 
 
 def bench_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -231,7 +231,7 @@ def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def _sustain_options(args: argparse.Namespace) -> SustainOptions:
     """The sustained-load options, checked."""
-    from fusion.bench.sustain.run import SustainOptions
+    from fusion.bench.sustain.options import SustainOptions
 
     if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
         raise ConfigError(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fusion.bench.sustain import report as sustain_report
 from fusion.bench.sustain import run as bench_sustain
-from fusion.bench.sustain.run import SustainOptions
+from fusion.bench.sustain.options import SustainOptions
 from fusion.core.settings import Settings
 
 HOPS = ("index", "count", "enrich")

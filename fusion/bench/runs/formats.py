@@ -28,7 +28,8 @@ from fusion.bench.baselines import run_floor
 from fusion.bench.generator import GenOptions, build_dataset
 from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.burst import BenchOptions, bench_config, run_mode
-from fusion.bench.sustain.run import SustainOptions, run_sustain
+from fusion.bench.sustain.options import SustainOptions
+from fusion.bench.sustain.run import run_sustain
 from fusion.core.config_values import SourceFormat
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings

@@ -38,7 +38,8 @@ from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.burst import BenchOptions, bench_config, produce_timed
 from fusion.bench.soak.report import Sample, flatness, windows
 from fusion.bench.soak.servers import Outputs, restart_elasticsearch, servers_rss_mb
-from fusion.bench.sustain.run import SustainOptions, run_sustain
+from fusion.bench.sustain.options import SustainOptions
+from fusion.bench.sustain.run import run_sustain
 from fusion.bench.sustain.step import steady_dataset
 from fusion.core import procfs
 from fusion.core.config import PipelineConfig

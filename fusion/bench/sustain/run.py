@@ -19,8 +19,11 @@ the rate from ``start_rate`` while steps keep up, bisects ``refine`` times
 between the last rate that kept up and the first that did not, then as often
 between the last sustained rate and the first that was not. It reports the
 highest sustained rate (with its latency at 25 %, 50 % and 100 % of it), the
-highest rate that kept up whatever its latency, and steps at fixed rates
-(``at_rates``) for figures that are quoted at a given rate.
+highest rate that kept up whatever its latency, and steps at fractions of
+the floor and at fixed rates (``at_rates``) for figures quoted at a rate.
+Every rate is also a fraction of this machine's floor, measured before the
+pipeline starts and after it stops (:mod:`fusion.bench.sustain.floor`), and
+each step says where its batches' time went (:func:`~.step.per_batch`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import tempfile
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -39,32 +42,12 @@ from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.burst import BenchOptions, bench_config
 from fusion.bench.sustain import floor as sustain_floor
-from fusion.bench.sustain.floor import FLOOR_KEYS, Floor
+from fusion.bench.sustain.floor import Floor
+from fusion.bench.sustain.options import SustainOptions
 from fusion.bench.sustain.step import StepMeter, spark_phases
-from fusion.core.config_values import SourceFormat
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.ops import teardown
-
-
-@dataclass(frozen=True)
-class SustainOptions:
-    sources: int = 4
-    step_seconds: float = 60.0
-    start_rate: float = 100.0  # keys per second
-    max_rate: float = 5_000.0
-    refine: int = 2  # bisection steps at each boundary (keeping up, the objective)
-    seed: int = 42
-    # How long the last keys of a step may take to be enriched once the step's
-    # input is sent, before the step counts as not keeping up.
-    drain_seconds: float = 120.0
-    slo: float = 3.0  # p99 latency objective, seconds
-    at_rates: tuple[float, ...] = ()  # steps at fixed rates, reported apart
-    # Steps at these fractions of the floor, reported apart (the issue's "p50 at 10 %").
-    at_floor: tuple[float, ...] = (0.1,)
-    floor_keys: int = FLOOR_KEYS  # keys per floor measurement
-    warmup_seconds: float = 120.0  # the JVM compiles Spark's hot code for minutes
-    format: SourceFormat = "json"  # "debezium": each record a change event of its row
 
 
 def run_sustain(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import TYPE_CHECKING
 
 from fusion import pipeline
 from fusion.bench.errors import SustainError
@@ -19,13 +18,11 @@ from fusion.bench.hops import TopicTimes, hop_summary
 from fusion.bench.meter import SAMPLE_SECONDS, Objective, Seen, Sent, Step, judge
 from fusion.bench.process import PipelineProcess
 from fusion.bench.runs.burst import produce_timed
+from fusion.bench.sustain.options import SustainOptions
 from fusion.core.config import PipelineConfig
 from fusion.kafka import lag
 from fusion.observe import names
 from fusion.observe.figures import Figures
-
-if TYPE_CHECKING:
-    from fusion.bench.sustain.run import SustainOptions
 
 
 def steady_dataset(
