@@ -61,15 +61,18 @@ def requests_for(
 Where = tuple[str, int, int]  # the request's topic, partition, offset
 
 
-def worth_a_fanout(item: Confirmed[SourceRecord], before: Row | None) -> bool:
+def worth_a_fanout(item: Confirmed[SourceRecord], before: Row | None, first_offset: int) -> bool:
     """Whether a dimension row's write changed what the keys naming it hold.
 
     Not when the row was there with the same content (a record sent again), or
-    was already deleted and is deleted again. A row found at this write's own
-    version or a newer one is this write replayed: its request may not have gone
-    out, so it goes (the counter drops what it had already).
+    was already deleted and is deleted again, as an earlier batch left it. A row
+    found at a version of this batch's own offsets (``first_offset`` on: the
+    version is the offset + 1) was written by an attempt of this batch that did
+    not commit, so its request may not have gone out: it goes (the counter drops
+    what it had already). A lost checkpoint's replay spans more offsets than the
+    attempt did, so that row can be older than this write with its content.
     """
-    if before is None or before.version >= item.version:
+    if before is None or before.version > first_offset:
         return True
     if item.record.deleted:
         return before.digest is not None

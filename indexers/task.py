@@ -157,7 +157,10 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
         # A row keyed by its own id is no part of a key: its change goes to the keys
         # that name it, by a fan-out (indexers/fanout_first.py, indexers/fanout.py), not to
         # the counter.
-        changed = [i for i in written.confirmed if worth_a_fanout(i, before.get(i.record.key))]
+        first = min(raw.offset for raw in raws)
+        changed = [
+            i for i in written.confirmed if worth_a_fanout(i, before.get(i.record.key), first)
+        ]
         with retries.timed(names.STAGE_INDEX_FANOUT):
             out += first_pages(job, source, changed, retries)
         retries.add(names.FANOUT_UNCHANGED, len(written.confirmed) - len(changed))

@@ -105,14 +105,26 @@ def test_the_enricher_fetches_each_named_row_once_and_gives_it_to_every_key(
 def test_a_row_written_again_unchanged_asks_for_no_fan_out() -> None:
     parsed = parse(RawRecord(b'{"id": "17", "name": "ACME"}', "brands", 0, 9), "brand", "id", 99)
     assert isinstance(parsed, SourceRecord)
-    item = _confirmed(parsed)  # version 10
+    item = _confirmed(parsed)  # version 10, this batch from offset 8
     same, other = Row(4, parsed.digest), Row(4, "another")
-    assert worth_a_fanout(item, None)  # a first write
-    assert not worth_a_fanout(item, same)  # sent again as it was
-    assert worth_a_fanout(item, other) and worth_a_fanout(item, Row(4, None))  # changed, back
-    assert worth_a_fanout(item, Row(10, parsed.digest))  # this write replayed: ask again
+    assert worth_a_fanout(item, None, 8)  # a first write
+    assert not worth_a_fanout(item, same, 8)  # sent again as it was
+    assert worth_a_fanout(item, other, 8) and worth_a_fanout(item, Row(4, None), 8)  # changed
+    assert worth_a_fanout(item, Row(10, parsed.digest), 8)  # this write replayed: ask again
     gone = _confirmed(SourceRecord("17", {}, "brands", 0, 11, b"", None, deleted=True))
-    assert worth_a_fanout(gone, same) and not worth_a_fanout(gone, Row(4, None))
+    assert worth_a_fanout(gone, same, 8) and not worth_a_fanout(gone, Row(4, None), 8)
+
+
+def test_a_row_an_uncommitted_attempt_of_the_batch_wrote_asks_again() -> None:
+    """A lost checkpoint's replay (offsets 2 to 9) finds the row at version 4 with this write's
+    content: an attempt that did not commit wrote it (offset 3), and its fan-out may be lost."""
+    parsed = parse(RawRecord(b'{"id": "17", "name": "ACME"}', "brands", 0, 9), "brand", "id", 99)
+    assert isinstance(parsed, SourceRecord)
+    item = _confirmed(parsed)
+    assert worth_a_fanout(item, Row(4, parsed.digest), 2)
+    assert not worth_a_fanout(item, Row(4, parsed.digest), 4), "offset 3 was an earlier batch's"
+    gone = _confirmed(SourceRecord("17", {}, "brands", 0, 11, b"", None, deleted=True))
+    assert worth_a_fanout(gone, Row(4, None), 3) and not worth_a_fanout(gone, Row(4, None), 4)
 
 
 def test_a_stored_row_has_its_records_digest_without_what_fusion_kept_in_it() -> None:
