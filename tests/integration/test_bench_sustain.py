@@ -47,8 +47,12 @@ def test_the_sustain_benchmark_finds_a_rate_and_reports_its_latency(
         for hop in HOPS:
             p50, p99 = step["hops"][hop]["p50"], step["hops"][hop]["p99"]
             assert p50 is not None and 0 <= p50 <= p99, (hop, step)
-        # Batched lookups: fewer requests than keys even at these low rates (one _mget a batch).
-        assert 0 < step["requests_per_key"] < 1, step
+        # Batched lookups: one _mget a batch, so fewer requests than keys even at 7.5 keys/s
+        # and up. The step at a share of the floor can be slower than a key a batch (1.2
+        # keys/s on one CI machine): one request per key at most there.
+        per_key = step["requests_per_key"]
+        batched = step.get("floor_fraction") is None
+        assert per_key > 0 and (per_key < 1 if batched else per_key <= 1), step
         # The producer sent every key of the step (at what rate: the benchmark reports it).
         assert step["sent_keys_per_second"] > 0, step
         # Where its batches' time went: the tasks' stages, per batch (the bulk writes at least).
