@@ -22,25 +22,27 @@ dimension, docs/dimensions.md). Per size and run:
    wave of new items alone. The faster of the two waves alone is the rate the
    wave during the fan-out is compared with: the first can meet work of the
    restart's own (in one session it ran at a quarter of the wave during the
-   fan-out in all three runs).
+   fan-out in all three runs);
+5. the same JVM warmed up (:func:`fusion.bench.runs.fanout_steps.warmed`):
+   untimed renames for at least 30 s, a wave alone and one beside a rename,
+   then three renames alone timed. A JVM a minute old still compiles much of
+   Spark's per-batch code; a pipeline that has run a while does not.
 
 Each figure is the median of the runs, beside the floor of its own run.
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import Elasticsearch, helpers
+from elasticsearch import helpers
 
 from fusion import pipeline
 from fusion.bench.generator import bench_publisher, produce
@@ -48,6 +50,17 @@ from fusion.bench.process import PipelineProcess
 from fusion.bench.proctree import cpu_by_part
 from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.fanout_report import median_run
+from fusion.bench.runs.fanout_steps import (
+    Warm,
+    brand,
+    items_of,
+    last_enriched,
+    rename_alone,
+    until,
+    warmed,
+    wave,
+    with_brand,
+)
 from fusion.bench.soak.servers import server_pids
 from fusion.core.config import PipelineConfig
 from fusion.core.config_tables import PipelineSection
@@ -58,8 +71,6 @@ from fusion.kafka import lag
 from fusion.observe.figures import Figures
 from fusion.ops import teardown
 
-Send = Callable[[Sequence[tuple[str, str, bytes]]], int]
-
 
 @dataclass(frozen=True)
 class FanoutOptions:
@@ -67,6 +78,7 @@ class FanoutOptions:
     runs: int = 3
     page: int = PipelineSection.model_fields["fanout_page"].default
     ordinary: int = 5_000  # new items per wave, with and without a fan-out
+    warm: Warm = field(default_factory=Warm)
 
 
 def fanout_config(settings: Settings, tag: str, page: int) -> PipelineConfig:
@@ -83,26 +95,8 @@ def fanout_config(settings: Settings, tag: str, page: int) -> PipelineConfig:
 
 def _records(config: PipelineConfig, items: int) -> list[tuple[str, str, bytes]]:
     topic = config.topic_of(config.source("brand"))
-    brands = [(topic, "A", _brand("A", "ACME")), (topic, "B", _brand("B", "Bolt"))]
-    return brands + _items(config, "I", items, "A")
-
-
-def _items(
-    config: PipelineConfig, prefix: str, items: int, brand: str
-) -> list[tuple[str, str, bytes]]:
-    """``items`` items of ``brand`` and their stock, keyed ``<prefix>-0000000`` on."""
-    topic = {s.name: config.topic_of(s) for s in config.sources}
-    records = []
-    for i in range(items):
-        key = f"{prefix}-{i:07d}"
-        item = {"id": key, "brand": brand, "title": f"item {i}", "price": i % 997}
-        records.append((topic["item"], key, json.dumps(item).encode()))
-        records.append((topic["stock"], key, json.dumps({"item": key, "count": i % 50}).encode()))
-    return records
-
-
-def _brand(brand_id: str, name: str) -> bytes:
-    return json.dumps({"id": brand_id, "name": name, "country": "NO"}).encode()
+    brands = [(topic, "A", brand("A", "ACME")), (topic, "B", brand("B", "Bolt"))]
+    return brands + items_of(config, "I", items, "A")
 
 
 def run_fanout(
@@ -118,7 +112,7 @@ def run_fanout(
             on_step(f"{items:,} items, run {run + 1}/{options.runs}: floor")
             floor = enriched_floor(settings, config, items)
             on_step(f"{items:,} items, run {run + 1}/{options.runs}: enrich, then rename")
-            result = rename(config, items, options.ordinary, workdir)
+            result = rename(config, (items, options.ordinary), options.warm, workdir)
             rate = result["items_per_second"]
             runs.append(result | {"floor_items_per_second": round(items / floor)}
                         | {"fraction_of_floor": round(rate / (items / floor), 3)})  # fmt: skip
@@ -126,6 +120,7 @@ def run_fanout(
     return {
         "kind": "fanout",
         "page": options.page,
+        "warm": {"seconds": options.warm.seconds, "renames": options.warm.renames},
         "runs": options.runs,
         "date": now_iso(),
         "commit": git_commit(),
@@ -134,17 +129,21 @@ def run_fanout(
     }
 
 
-def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> dict[str, Any]:
+def rename(
+    config: PipelineConfig, sizes: tuple[int, int], warm: Warm, workdir: Path
+) -> dict[str, Any]:
     """Enrich ``items`` items of brand A, then rename A in a second run; what the rename took,
-    and how fast ``ordinary`` new keys were enriched with and without it."""
+    and how fast ``ordinary`` new keys were enriched with and without it (``sizes``); the
+    same once the JVM has warmed up."""
+    items, ordinary = sizes
     teardown.delete_all(config)
     pipeline.prepare(config)
     es = es_client.connect(config.elasticsearch)
     produce(config, _records(config, items))
     with PipelineProcess(config, workdir) as run:
         run.wait_started()
-        _until(lambda: _with_brand(es, config, "ACME") >= items, run.check)
-        _until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
+        until(lambda: with_brand(es, config, "ACME") >= items, run.check)
+        until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
                run.check)  # fmt: skip
         run.stop()
     with PipelineProcess(config, workdir) as run:
@@ -154,24 +153,25 @@ def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> 
         # per change. The warm-up also writes a brand no item names (no fan-out).
         send = partial(produce, config, publisher=bench_publisher(config))
         brands = config.topic_of(config.source("brand"))
-        unnamed = (brands, "Z", _brand("Z", "Zed"))
-        _wave(es, send, config, "W", max(1, ordinary // 5), run.check, (unnamed,))
-        alone = _wave(es, send, config, "N", ordinary, run.check)
+        unnamed = (brands, "Z", brand("Z", "Zed"))
+        wave(es, send, config, "W", max(1, ordinary // 5), run.check, (unnamed,))
+        alone = wave(es, send, config, "N", ordinary, run.check)
         sent = time.time()
-        rename_a = (brands, "A", _brand("A", "Rotunda"))
-        during = _wave(es, send, config, "D", ordinary, run.check, also=(rename_a,))
-        _until(lambda: _with_brand(es, config, "Rotunda") >= items, run.check)
-        last = _last_enriched(es, config, "I")
-        _until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
+        rename_a = (brands, "A", brand("A", "Rotunda"))
+        during = wave(es, send, config, "D", ordinary, run.check, also=(rename_a,))
+        until(lambda: with_brand(es, config, "Rotunda") >= items, run.check)
+        last = last_enriched(es, config, "I")
+        until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
                run.check)  # fmt: skip
         assert run.process is not None
         servers = server_pids(config)
         before = cpu_by_part(run.process.pid, servers)
-        renamed_alone = _rename_alone(es, send, config, items, run.check)
+        renamed_alone = rename_alone(es, send, config, items, "Zenith", run.check)
         spent = cpu_by_part(run.process.pid, servers)
         # New keys alone once more: the first wave can meet work of the restart's own;
         # the faster of the two is the one compared.
-        again = _wave(es, send, config, "M", ordinary, run.check)
+        again = wave(es, send, config, "M", ordinary, run.check)
+        warmed_up = warmed(es, send, config, sizes, warm, run.check)
         figures = Figures(run.stop()["counters"])
     teardown.delete_all(config)
     seconds = last - sent
@@ -195,41 +195,8 @@ def rename(config: PipelineConfig, items: int, ordinary: int, workdir: Path) -> 
         "new_keys_per_second_alone_waves": [round(ordinary / alone, 1), round(ordinary / again, 1)],
         "new_keys_per_second_during": round(ordinary / during, 1),
         "new_keys_fraction_during": round(min(alone, again) / during, 3),
+        "warm": warmed_up,
     }
-
-
-def _rename_alone(
-    es: Elasticsearch, send: Send, config: PipelineConfig, items: int, check: Callable[[], None]
-) -> float:
-    """Seconds from brand A's second rename, with nothing else sent, to its last item's
-    enriched document."""
-    sent = time.time()
-    send([(config.topic_of(config.source("brand")), "A", _brand("A", "Zenith"))])
-    _until(lambda: _with_brand(es, config, "Zenith") >= items, check)
-    return _last_enriched(es, config, "I") - sent
-
-
-def _wave(
-    es: Elasticsearch,
-    send: Send,
-    config: PipelineConfig,
-    prefix: str,
-    items: int,
-    check: Callable[[], None],
-    also: Sequence[tuple[str, str, bytes]] = (),
-) -> float:
-    """Seconds from sending ``items`` new items of brand B (and ``also`` first) to the last
-    one's enriched document."""
-    sent = time.time()
-    send([*also, *_items(config, prefix, items, "B")])
-    _until(lambda: _enriched_of(es, config, prefix) >= items, check)
-    return _last_enriched(es, config, prefix) - sent
-
-
-def _enriched_of(es: Elasticsearch, config: PipelineConfig, prefix: str) -> int:
-    query = {"prefix": {"item_id": f"{prefix}-"}}
-    found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
-    return int(found.get("count", 0))
 
 
 def enriched_floor(settings: Settings, config: PipelineConfig, items: int) -> float:
@@ -253,25 +220,3 @@ def enriched_floor(settings: Settings, config: PipelineConfig, items: int) -> fl
     elapsed = time.monotonic() - started
     es.options(ignore_status=404).indices.delete(index=index)
     return elapsed
-
-
-def _with_brand(es: Elasticsearch, config: PipelineConfig, name: str) -> int:
-    query = {"term": {"brand.name.keyword": name}}
-    found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
-    return int(found.get("count", 0))
-
-
-def _last_enriched(es: Elasticsearch, config: PipelineConfig, prefix: str) -> float:
-    """When the last enriched document of a key ``<prefix>-…`` was written."""
-    es.indices.refresh(index=config.enriched_index)
-    hits = es.search(
-        index=config.enriched_index, size=1, sort=[{"fusion.enriched_at": "desc"}],
-        source_includes=["fusion.enriched_at"], query={"prefix": {"item_id": f"{prefix}-"}},
-    )["hits"]["hits"]  # fmt: skip
-    return datetime.fromisoformat(hits[0]["_source"]["fusion"]["enriched_at"]).timestamp()
-
-
-def _until(condition: Callable[[], bool], check: Callable[[], None]) -> None:
-    while not condition():
-        check()
-        time.sleep(0.5)

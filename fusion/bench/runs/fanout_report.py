@@ -9,11 +9,22 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run of the median time (the lower middle), with every run's rate."""
     ordered = sorted(runs, key=lambda r: r["seconds"])
     alone = [r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r]
+    warm = [r["warm"] for r in runs if "warm" in r]
     return ordered[(len(ordered) - 1) // 2] | {
         "rates": [r["items_per_second"] for r in runs],
         "rates_alone": alone,
-        "median_alone": sorted(alone)[(len(alone) - 1) // 2] if alone else None,
+        "median_alone": _middle(alone),
+        "rates_warm": [w["items_per_second"] for w in warm],
+        "median_warm": _middle([w["items_per_second"] for w in warm]),
+        "fractions_warm": [w["new_keys_fraction_during"] for w in warm],
+        "median_fraction_warm": _middle([w["new_keys_fraction_during"] for w in warm]),
+        "floors": [r["floor_items_per_second"] for r in runs],
     }
+
+
+def _middle(values: list[float]) -> float | None:
+    """The median (the lower middle), None for none."""
+    return sorted(values)[(len(values) - 1) // 2] if values else None
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -38,8 +49,39 @@ def markdown(report: dict[str, Any]) -> str:
             f"{m['new_keys_per_second_during']:,.0f} ({m['new_keys_fraction_during']:.2f}) | "
             f"{_alone(m)} |"
         )
+    lines += _warm(report)
     lines += _cores(report)
     return "\n".join(lines) + "\n"
+
+
+def _warm(report: dict[str, Any]) -> list[str]:
+    """The rename in a warmed-up JVM (fusion.bench.runs.fanout_steps.warmed), if timed."""
+    rows = []
+    for size, found in report["sizes"].items():
+        m = found["median"]
+        if m.get("median_warm") is None:
+            continue
+        each = ", ".join(f"{r:,.0f}" for r in m["rates_warm"])
+        fractions = ", ".join(f"{f:.2f}" for f in m["fractions_warm"])
+        floor = sorted(m["floors"])[(len(m["floors"]) - 1) // 2]
+        rows.append(
+            f"| {int(size):,} | {m['median_warm']:,.0f} ({each}) | {m['median_warm'] / floor:.2f} "
+            f"| {m['median_fraction_warm']:.2f} ({fractions}) |"
+        )
+    if not rows:
+        return []
+    warm = report.get("warm", {})
+    head = [
+        "",
+        f"Warmed up (after untimed renames of at least {warm.get('seconds', 30):.0f} s; the "
+        f"median of {warm.get('renames', 3)} renames alone per run, then the median of the "
+        "runs, beside the median floor):",
+        "",
+        "| items | renamed alone, warm: items/s (each run) | fraction of the floor "
+        "| new keys during / alone, warm (each run) |",
+        "|---:|---|---:|---|",
+    ]
+    return head + rows
 
 
 def _alone(median: dict[str, Any]) -> str:

@@ -50,3 +50,24 @@ def test_a_report_from_before_the_rename_alone_was_timed_says_so() -> None:
         "sizes": {"10": {"median": median_run([run]), "runs": [run]}},
     }  # fmt: skip
     assert markdown(report).rstrip().endswith("| 5 → 5 (1.00) | - |")
+
+
+def test_the_warm_renames_have_their_own_table_beside_the_median_floor() -> None:
+    def run(rate: float, floor: int, fraction: float) -> dict[str, object]:
+        return {"items": 10, "seconds": 10 / rate, "items_per_second": rate,
+                "es_requests_per_item": 0.1, "floor_items_per_second": floor,
+                "fraction_of_floor": rate / floor, "new_keys_per_second_alone": 5.0,
+                "new_keys_per_second_during": 5.0, "new_keys_fraction_during": 1.0,
+                "warm": {"items_per_second": rate * 2, "new_keys_fraction_during": fraction}}  # fmt: skip
+
+    runs = [run(4.0, 20, 0.7), run(2.0, 40, 0.5), run(3.0, 30, 0.9)]
+    median = median_run(runs)
+    assert median["median_warm"] == 6.0 and median["median_fraction_warm"] == 0.7
+    report = {
+        "page": 5, "runs": 3, "date": "d", "commit": "c", "machine": {"cores": 2},
+        "warm": {"seconds": 45.0, "renames": 3},
+        "sizes": {"10": {"median": median, "runs": runs}},
+    }  # fmt: skip
+    text = markdown(report)
+    assert "after untimed renames of at least 45 s; the median of 3 renames" in text
+    assert "| 10 | 6 (8, 4, 6) | 0.20 | 0.70 (0.70, 0.50, 0.90) |" in text
