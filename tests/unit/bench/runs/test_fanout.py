@@ -58,7 +58,8 @@ def test_the_warm_renames_have_their_own_table_beside_the_median_floor() -> None
                 "es_requests_per_item": 0.1, "floor_items_per_second": floor,
                 "fraction_of_floor": rate / floor, "new_keys_per_second_alone": 5.0,
                 "new_keys_per_second_during": 5.0, "new_keys_fraction_during": 1.0,
-                "warm": {"items_per_second": rate * 2, "new_keys_fraction_during": fraction}}  # fmt: skip
+                "warm": {"items_per_second": rate * 2,
+                         "new_keys_fraction_during": fraction}}  # fmt: skip
 
     runs = [run(4.0, 20, 0.7), run(2.0, 40, 0.5), run(3.0, 30, 0.9)]
     median = median_run(runs)
