@@ -15,6 +15,8 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "rates_alone": alone,
         "median_alone": _middle(alone),
         "rates_warm": [w["items_per_second"] for w in warm],
+        "rates_warm_during": [w.get("items_per_second_during") for w in warm],
+        "median_warm_during": _middle([w.get("items_per_second_during", 0.0) for w in warm]),
         "median_warm": _middle([w["items_per_second"] for w in warm]),
         "fractions_warm": [w["new_keys_fraction_during"] for w in warm],
         "median_fraction_warm": _middle([w["new_keys_fraction_during"] for w in warm]),
@@ -64,8 +66,11 @@ def _warm(report: dict[str, Any]) -> list[str]:
         each = ", ".join(f"{r:,.0f}" for r in m["rates_warm"])
         fractions = ", ".join(f"{f:.2f}" for f in m["fractions_warm"])
         floor = sorted(m["floors"])[(len(m["floors"]) - 1) // 2]
+        during = ", ".join(f"{r:,.0f}" for r in m["rates_warm_during"] if r is not None)
         rows.append(
-            f"| {int(size):,} | {m['median_warm']:,.0f} ({each}) | {m['median_warm'] / floor:.2f} "
+            f"| {int(size):,} | {m['median_warm_during']:,.0f} ({during}) "
+            f"| {m['median_warm_during'] / floor:.2f} "
+            f"| {m['median_warm']:,.0f} ({each}) | {m['median_warm'] / floor:.2f} "
             f"| {m['median_fraction_warm']:.2f} ({fractions}) |"
         )
     if not rows:
@@ -77,9 +82,10 @@ def _warm(report: dict[str, Any]) -> list[str]:
         f"median of {warm.get('renames', 3)} renames alone per run, then the median of the "
         "runs, beside the median floor):",
         "",
-        "| items | renamed alone, warm: items/s (each run) | fraction of the floor "
+        "| items | renamed beside a wave, warm: items/s (each run) | fraction of the floor "
+        "| renamed alone, warm: items/s (each run) | fraction of the floor "
         "| new keys during / alone, warm (each run) |",
-        "|---:|---|---:|---|",
+        "|---:|---|---:|---|---:|---|",
     ]
     return head + rows
 

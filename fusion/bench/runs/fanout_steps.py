@@ -66,8 +66,10 @@ def warmed(
     seconds_warming = time.monotonic() - started
     alone = wave(es, send, config, "P", ordinary, check)
     quartz = (config.topic_of(config.source("brand")), "A", brand("A", "Quartz"))
+    sent = time.time()
     during = wave(es, send, config, "Q", ordinary, check, also=(quartz,))
     until(lambda: with_brand(es, config, "Quartz") >= items, check)
+    renamed_during = last_enriched(es, config, "I") - sent
     timed = [
         rename_alone(es, send, config, items, f"Timed {n}", check) for n in range(warm.renames)
     ]
@@ -77,6 +79,7 @@ def warmed(
         "seconds_warming": round(seconds_warming, 1),
         "seconds": [round(t, 3) for t in timed],
         "items_per_second": round(items / middle, 1),
+        "items_per_second_during": round(items / renamed_during, 1),
         "new_keys_fraction_during": round(alone / during, 3),
     }
 

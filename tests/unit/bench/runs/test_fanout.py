@@ -58,7 +58,7 @@ def test_the_warm_renames_have_their_own_table_beside_the_median_floor() -> None
                 "es_requests_per_item": 0.1, "floor_items_per_second": floor,
                 "fraction_of_floor": rate / floor, "new_keys_per_second_alone": 5.0,
                 "new_keys_per_second_during": 5.0, "new_keys_fraction_during": 1.0,
-                "warm": {"items_per_second": rate * 2,
+                "warm": {"items_per_second": rate * 2, "items_per_second_during": rate,
                          "new_keys_fraction_during": fraction}}  # fmt: skip
 
     runs = [run(4.0, 20, 0.7), run(2.0, 40, 0.5), run(3.0, 30, 0.9)]
@@ -71,4 +71,4 @@ def test_the_warm_renames_have_their_own_table_beside_the_median_floor() -> None
     }  # fmt: skip
     text = markdown(report)
     assert "after untimed renames of at least 45 s; the median of 3 renames" in text
-    assert "| 10 | 6 (8, 4, 6) | 0.20 | 0.70 (0.70, 0.50, 0.90) |" in text
+    assert "| 10 | 3 (4, 2, 3) | 0.10 | 6 (8, 4, 6) | 0.20 | 0.70 (0.70, 0.50, 0.90) |" in text
