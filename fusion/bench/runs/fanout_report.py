@@ -10,21 +10,23 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ordered = sorted(runs, key=lambda r: r["seconds"])
     alone = [r["items_per_second_alone"] for r in runs if "items_per_second_alone" in r]
     warm = [r["warm"] for r in runs if "warm" in r]
+    # Reports from before the warm rename beside a wave was timed have none.
+    during = [w["items_per_second_during"] for w in warm if "items_per_second_during" in w]
     return ordered[(len(ordered) - 1) // 2] | {
         "rates": [r["items_per_second"] for r in runs],
         "rates_alone": alone,
-        "median_alone": _middle(alone),
+        "median_alone": lower_median(alone),
         "rates_warm": [w["items_per_second"] for w in warm],
-        "rates_warm_during": [w.get("items_per_second_during") for w in warm],
-        "median_warm_during": _middle([w.get("items_per_second_during", 0.0) for w in warm]),
-        "median_warm": _middle([w["items_per_second"] for w in warm]),
+        "rates_warm_during": during,
+        "median_warm_during": lower_median(during),
+        "median_warm": lower_median([w["items_per_second"] for w in warm]),
         "fractions_warm": [w["new_keys_fraction_during"] for w in warm],
-        "median_fraction_warm": _middle([w["new_keys_fraction_during"] for w in warm]),
+        "median_fraction_warm": lower_median([w["new_keys_fraction_during"] for w in warm]),
         "floors": [r["floor_items_per_second"] for r in runs],
     }
 
 
-def _middle(values: list[float]) -> float | None:
+def lower_median(values: list[float]) -> float | None:
     """The median (the lower middle), None for none."""
     return sorted(values)[(len(values) - 1) // 2] if values else None
 
@@ -65,11 +67,9 @@ def _warm(report: dict[str, Any]) -> list[str]:
             continue
         each = ", ".join(f"{r:,.0f}" for r in m["rates_warm"])
         fractions = ", ".join(f"{f:.2f}" for f in m["fractions_warm"])
-        floor = sorted(m["floors"])[(len(m["floors"]) - 1) // 2]
-        during = ", ".join(f"{r:,.0f}" for r in m["rates_warm_during"] if r is not None)
+        floor = lower_median(m["floors"]) or 1
         rows.append(
-            f"| {int(size):,} | {m['median_warm_during']:,.0f} ({during}) "
-            f"| {m['median_warm_during'] / floor:.2f} "
+            f"| {int(size):,} | {_during(m, floor)} "
             f"| {m['median_warm']:,.0f} ({each}) | {m['median_warm'] / floor:.2f} "
             f"| {m['median_fraction_warm']:.2f} ({fractions}) |"
         )
@@ -96,6 +96,15 @@ def _alone(median: dict[str, Any]) -> str:
         return "-"
     each = ", ".join(f"{r:,.0f}" for r in median["rates_alone"])
     return f"{median['median_alone']:,.0f} ({each})"
+
+
+def _during(median: dict[str, Any], floor: float) -> str:
+    """The warm rename beside a wave: its median, each run's, its fraction; - if not timed."""
+    if median.get("median_warm_during") is None:
+        return "- | -"
+    each = ", ".join(f"{r:,.0f}" for r in median["rates_warm_during"])
+    rate = median["median_warm_during"]
+    return f"{rate:,.0f} ({each}) | {rate / floor:.2f}"
 
 
 def _cores(report: dict[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
+from fusion.bench.runs.fanout_report import lower_median
 from fusion.core.config import PipelineConfig
 
 Send = Callable[[Sequence[tuple[str, str, bytes]]], int]
@@ -73,7 +74,7 @@ def warmed(
     timed = [
         rename_alone(es, send, config, items, f"Timed {n}", check) for n in range(warm.renames)
     ]
-    middle = sorted(timed)[(len(timed) - 1) // 2]
+    middle = lower_median(timed) or 0.0
     return {
         "renames_before": warming,
         "seconds_warming": round(seconds_warming, 1),
