@@ -2,7 +2,8 @@
 
 The floor is the fastest any pipeline could index the dataset (bulk from
 Python, no Spark); the counter alone is the counting step without the
-indexers before it or the enricher after it.
+indexers before it or the enricher after it, beside Spark counting the same
+acks by itself (:mod:`fusion.bench.jvm_baseline`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from elasticsearch import helpers
 from acks.contract import Ack
 from fusion import pipeline
 from fusion.bench.generator import Dataset
+from fusion.bench.jvm_baseline import fraction, run_jvm_baseline
 from fusion.bench.process import PipelineProcess
+from fusion.bench.report import lower_median
 from fusion.core.config import PipelineConfig
 from fusion.core.config_values import CounterEngine
 from fusion.core.events import now_iso, now_utc
@@ -75,12 +78,14 @@ def run_counter_only(
     # Spark has reported the progress of each batch that read acks.
     with PipelineProcess(config, workdir, only="counter", stop_when_idle=3) as run:
         counts: dict[str, int] = run.finish()["counters"]
+    # Spark alone over the same acks, right after: what this machine's JVM counts without Fusion.
+    baseline = run_jvm_baseline(config, workdir)
     teardown.delete_all(config)
     figures = Figures(counts)
     rows, busy = figures.input_records("counter"), figures.batch_seconds("counter")
     cold_rows, cold_seconds = figures.first_batch("counter")
     warm_rows, warm_seconds = rows - cold_rows, busy - cold_seconds
-    return {
+    counter = {
         "operator": f"transformWithState ({OPERATORS[engine]})",
         "engine": engine,
         "acks": warm_rows,
@@ -93,6 +98,24 @@ def run_counter_only(
             "acks_per_second": round(cold_rows / cold_seconds) if cold_seconds else 0,
         },
     }
+    return counter | {"baseline": baseline, "of_baseline": fraction(counter, baseline)}
+
+
+def median_counter_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counter-alone run with the median rate (the lower middle one), and every run's rate.
+
+    Its fractions of Spark's own count (warm and cold apart) are the medians of
+    each run's fraction of the baseline measured in that run.
+    """
+    ordered = sorted(runs, key=lambda r: r["acks_per_second"])
+    median = ordered[(len(ordered) - 1) // 2] | {"runs": [r["acks_per_second"] for r in runs]}
+    shares = [r["of_baseline"] for r in runs if "of_baseline" in r]
+    if shares:
+        median["of_baseline"] = {
+            phase: lower_median([s[phase] for s in shares if s[phase] is not None])
+            for phase in ("warm", "cold")
+        } | {"runs": shares}
+    return median
 
 
 def run_floor(settings: Settings, dataset: Dataset, config: PipelineConfig) -> float:

@@ -90,6 +90,7 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{counter['seconds']} s of micro-batch time = {counter['acks_per_second']:,} "
                 f"acks/s ({counter['fired']:,} keys fired); its first batch, in a cold JVM: "
                 f"{_cold(counter)}",
+                *_beside_spark(counter),
             ]
     return "\n".join(lines) + "\n"
 
@@ -99,6 +100,21 @@ def _of_runs(counter: dict[str, Any]) -> str:
     if len(rates) < 2:
         return ""
     return f" (median of {len(rates)} runs: {', '.join(f'{r:,}' for r in rates)} acks/s)"
+
+
+def _beside_spark(counter: dict[str, Any]) -> list[str]:
+    """The counter's rates as fractions of Spark counting the same acks alone, in the same run."""
+    baseline, share = counter.get("baseline"), counter.get("of_baseline")
+    if not baseline or not share:
+        return []
+    runs = share.get("runs") or []
+    each = f" (each run: {', '.join(str(s['warm']) for s in runs)})" if len(runs) > 1 else ""
+    return [
+        "",
+        f"  as a fraction of Spark alone over the same acks ({baseline['operator']}; the "
+        f"median run's {baseline['acks_per_second']:,} acks/s warm, cold first batch "
+        f"{_cold(baseline)}): warm **{share['warm']}**{each}, cold {share['cold']}",
+    ]
 
 
 def _cold(counter: dict[str, Any]) -> str:
@@ -167,6 +183,11 @@ def write_text_files(
 
 def _mode(report: dict[str, Any], mode: str) -> dict[str, Any] | None:
     return next((m for m in report["modes"] if m["mode"] == mode), None)
+
+
+def lower_median(values: list[float]) -> float | None:
+    """The median (the lower middle of an even count, a value some run had), None for none."""
+    return sorted(values)[(len(values) - 1) // 2] if values else None
 
 
 def rounded(value: float | None) -> float | None:

@@ -60,10 +60,16 @@ def test_request_counts_are_what_the_node_served(settings: Settings, tmp_path: P
         assert counter["engine"] == engine
         assert counter["acks"] + counter["cold_first_batch"]["acks"] == 2 * KEYS * SOURCES
         assert counter["acks"] > 0 and counter["fired"] == KEYS
+        # Spark alone counted the same two waves, in its own JVM, cold first batch apart.
+        baseline = counter["baseline"]
+        assert baseline["acks"] + baseline["cold_first_batch"]["acks"] == 2 * KEYS * SOURCES
+        assert baseline["cold_first_batch"]["acks"] > 0 and baseline["acks_per_second"] > 0
+        assert counter["of_baseline"]["warm"] > 0
 
     paths = report_files.write_report(report, tmp_path)
 
     assert json.loads(paths[0].read_text())["keys"] == KEYS
     assert f"| naive | {KEYS * SOURCES * (SOURCES - 1)} |" in paths[1].read_text()
     assert "counter alone, Python engine:" in paths[1].read_text()
+    assert "as a fraction of Spark alone over the same acks" in paths[1].read_text()
     assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

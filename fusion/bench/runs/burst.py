@@ -33,7 +33,7 @@ from elasticsearch import Elasticsearch, helpers
 
 from fusion import pipeline
 from fusion.bench import naive
-from fusion.bench.baselines import run_counter_only, run_floor
+from fusion.bench.baselines import median_counter_run, run_counter_only, run_floor
 from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine, rounded
@@ -264,7 +264,7 @@ def run_bench(
             counter_config = bench_config(settings, "batched", options, f"{tag}c{engine}{run}")
             records = build_dataset(counter_config, gen)
             alone.append(run_counter_only(counter_config, records, workdir, engine))
-        counters[engine] = _median_rate(alone)
+        counters[engine] = median_counter_run(alone)
     floor = statistics.median_low(floors)
     results = {mode: _median(found) for mode, found in runs.items()}
     for result in results.values():
@@ -286,12 +286,6 @@ def run_bench(
         "machine": machine(settings),
         "modes": [asdict(results[m]) for m in options.modes],
     }
-
-
-def _median_rate(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The counter-alone run with the median rate (the lower middle one), and every run's rate."""
-    ordered = sorted(runs, key=lambda r: r["acks_per_second"])
-    return ordered[(len(ordered) - 1) // 2] | {"runs": [r["acks_per_second"] for r in runs]}
 
 
 def _median(results: list[ModeResult]) -> ModeResult:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fusion.bench.report import lower_median
+
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run of the median time (the lower middle), with every run's rate."""
@@ -24,11 +26,6 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "median_fraction_warm": lower_median([w["new_keys_fraction_during"] for w in warm]),
         "floors": [r["floor_items_per_second"] for r in runs],
     }
-
-
-def lower_median(values: list[float]) -> float | None:
-    """The median (the lower middle), None for none."""
-    return sorted(values)[(len(values) - 1) // 2] if values else None
 
 
 def markdown(report: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from fusion.bench.runs.fanout_report import lower_median
+from fusion.bench.report import lower_median
 from fusion.core.config import PipelineConfig
 
 Send = Callable[[Sequence[tuple[str, str, bytes]]], int]
