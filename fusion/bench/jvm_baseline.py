@@ -26,7 +26,7 @@ from fusion.bench.errors import PipelineProcessError
 from fusion.core.config import PipelineConfig
 from fusion.core.config_file import write_config
 
-OPERATOR = "from_json + groupBy(key).count() (Spark alone)"
+OPERATOR = "from_json + groupBy(key).count()"
 
 
 def run_jvm_baseline(config: PipelineConfig, workdir: Path) -> dict[str, Any]:

@@ -144,6 +144,9 @@ def enrich(
             wanted[event.key] = event
     keys = list(wanted)
     sizer = GroupSizer.of(config)
+    # The task's latencies in one sketch, handed on once: its bins stay within the sketch's
+    # bound however many groups it had (a batch marker's size counts on it).
+    latencies = Metrics()
     start = 0
     while start < len(keys):
         group = keys[start : start + sizer.keys()]
@@ -152,13 +155,21 @@ def enrich(
         done = _enrich_group(config, es, {key: wanted[key] for key in group}, retry, metrics)
         sizer.observe(len(group), done.bytes)
         dead += done.dead
-        yield Enrichment(done.records, metrics.counts())
+        bins, counts = _sketch_apart(metrics.counts())
+        latencies.add_all(bins)
+        yield Enrichment(done.records, counts)
     counts = {
         names.ENRICHER_READY: len(wanted),
         names.ENRICHER_BATCHES: 1 if wanted else 0,
         names.ENRICHER_DLQ: len(dead),
-    }
+    } | latencies.counts()
     yield Enrichment(dead_letter_records(config.dlq_topic, dead, config.message_limit), counts)
+
+
+def _sketch_apart(counts: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """The latency sketch's bins among ``counts``, and the other counts."""
+    bins = {n: v for n, v in counts.items() if n.startswith(names.LATENCY_SKETCH_PREFIX)}
+    return bins, {n: v for n, v in counts.items() if n not in bins}
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,7 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import KafkaSettings
 from fusion.kafka import client as kafka_client
 from fusion.kafka.calls import retry_kafka
-from fusion.observe import names
-from fusion.observe.metrics import LATENCY_BUCKETS, latency_bucket
+from fusion.observe import names, sketch
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ class Marker:
 
 
 # Offset metadata is limited to ``offset.metadata.max.bytes`` (4,096 bytes by default): a
-# marker's counts, six per source and thirty latency buckets, are deflated (a pipeline of 16
+# marker's counts, six per source and 28 latency bins, are deflated (a pipeline of 16
 # sources: 7.3 KB of JSON, 1.6 KB packed). Plain JSON markers (before 0.1) still read.
 PACKED = "z:"
 
@@ -87,7 +86,9 @@ def largest_marker(config: PipelineConfig) -> int:
         for p in range(config.pipeline.topic_partitions)
     ]
     stage = [n for n in _STAGE_COUNTS if config.dimensions or n not in names.DIMENSION_COUNTS]
-    wanted += stage + [latency_bucket(bound) for bound in LATENCY_BUCKETS]
+    # The latency sketch's bins: at most MAX_BINS, of the longest names.
+    bins = [sketch.bin_name(0, -300 - n) for n in range(sketch.MAX_BINS)]
+    wanted += stage + bins
     rng = random.Random(len(wanted))
     counts = {name: rng.randrange(10**12, 10**13) for name in wanted}
     return len(Marker(str(uuid.uuid4()), 10**12, counts).to_metadata())

@@ -13,12 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusion.observe import names
-from fusion.observe.metrics import (
-    LATENCY_BUCKETS,
-    histogram_percentiles,
-    latency_bucket,
-)
+from fusion.observe import names, sketch
 
 
 @dataclass(frozen=True)
@@ -222,9 +217,9 @@ class Figures:
     def es_rejected(self) -> int:
         return self._get(names.ES_REJECTED)
 
-    def latency_buckets(self) -> list[tuple[float, int]]:
-        """Fire-to-enriched latencies per bucket (upper bound in seconds, count), every bucket."""
-        return [(bound, self._get(latency_bucket(bound))) for bound in LATENCY_BUCKETS]
+    def latency(self) -> dict[str, float | None]:
+        """Fire-to-enriched p50/p95/p99, their count and relative error (:mod:`..sketch`)."""
+        return sketch.quantiles(self.counts)
 
     @property
     def latency_sum_seconds(self) -> float:
@@ -269,7 +264,12 @@ class Figures:
             f"dlq {self.dead_letters:,}",
             f"ES lookups {self.lookups:,}",
         ]
-        spread = histogram_percentiles(self.counts)
-        if spread["p50"] is not None:
-            parts.append(f"fire→enriched p50 {spread['p50']:.2f} s p99 {spread['p99']:.2f} s")
+        if (spread := self.latency())["p50"] is not None:
+            parts.append(f"fire→enriched {latency_text(spread)}")
         return "  ".join([*(f"[{message}]" for message in alerts.values()), "  ".join(parts)])
+
+
+def latency_text(spread: Mapping[str, float | None]) -> str:
+    """``p50 0.91 s p99 1.52 s (±1 %)``: the quantiles with the sketch's relative error."""
+    error = spread["relative_error"] or 0.0
+    return f"p50 {spread['p50']:.2f} s p99 {spread['p99']:.2f} s (±{error * 100:.2g} %)"

@@ -2,14 +2,15 @@
 
 One :class:`Metrics` object lives in the driver of ``fusion run`` and adds up
 what every task of every query returned (:mod:`fusion.spark.tasks`); each task also
-keeps one for its own counts. Latencies are kept as a histogram (counts per
-bucket, named ``latency.le_<seconds>``), so they add up across tasks and
-processes like any other count.
+keeps one for its own counts. Latencies are kept as a sketch of at most
+:data:`~fusion.observe.sketch.MAX_BINS` bins (counts named
+``latency.q<level>_<index>``, :mod:`fusion.observe.sketch`), so they add up
+across tasks and processes like any other count, and a quantile comes with
+its relative error.
 """
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from collections import Counter, defaultdict
@@ -17,22 +18,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from fusion.observe.names import LATENCY_PREFIX, LATENCY_SUM
-
-# Upper bounds (seconds) of the latency buckets; the last catches everything.
-# Fine below a few seconds, where a real-time pipeline's latencies are; every
-# earlier bound is kept, so counts committed by an older Fusion still fit.
-LATENCY_BUCKETS = (
-    0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0,
-    2.5, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 300.0, float("inf"),
-)  # fmt: skip
-# The latencies' sum in milliseconds, for Prometheus's histogram ``_sum``.
-
-
-def latency_bucket(seconds: float) -> str:
-    """The counter name of the bucket ``seconds`` falls into."""
-    bound = LATENCY_BUCKETS[bisect.bisect_left(LATENCY_BUCKETS, seconds)]
-    return f"{LATENCY_PREFIX}{bound:g}"
+from fusion.observe import sketch
+from fusion.observe.names import LATENCY_SKETCH_PREFIX, LATENCY_SUM
 
 
 class Metrics:
@@ -43,6 +30,8 @@ class Metrics:
         self._counts: Counter[str] = Counter()
         self._alerts: dict[str, str] = {}
         self._executors: dict[str, Counter[str]] = defaultdict(Counter)
+        self._level = 0  # the latency sketch's level, and its bins
+        self._bins = 0
 
     def add(self, name: str, amount: int = 1) -> None:
         if amount:
@@ -66,6 +55,8 @@ class Metrics:
     def add_all(self, counts: Mapping[str, int]) -> None:
         with self._lock:
             self._counts.update({k: v for k, v in counts.items() if v})
+            if any(name.startswith(LATENCY_SKETCH_PREFIX) for name in counts):
+                self._compact_sketch()
 
     def add_executor(self, executor: str, name: str, amount: int) -> None:
         """Count ``amount`` of ``name`` as done by ``executor`` (a task-side label)."""
@@ -74,8 +65,22 @@ class Metrics:
 
     def observe_latency(self, seconds: float) -> None:
         with self._lock:
-            self._counts[latency_bucket(seconds)] += 1
+            name = sketch.bin_name(self._level, sketch.bin_of(seconds, self._level))
+            new = name not in self._counts
+            self._counts[name] += 1
             self._counts[LATENCY_SUM] += round(max(0.0, seconds) * 1000)
+            self._bins += new
+            if self._bins > sketch.MAX_BINS:
+                self._compact_sketch()
+
+    def _compact_sketch(self) -> None:
+        """The latency bins at one level, at most MAX_BINS of them (the lock held)."""
+        bins = sketch.compact(sketch.bins_in(self._counts))
+        for name in [n for n in self._counts if n.startswith(LATENCY_SKETCH_PREFIX)]:
+            del self._counts[name]
+        self._counts.update({sketch.bin_name(*where): n for where, n in bins.items()})
+        self._level = next(iter(bins))[0] if bins else 0
+        self._bins = len(bins)
 
     def alert(self, name: str, message: str) -> None:
         """Something is wrong right now (e.g. a server unreachable, being retried)."""
@@ -111,43 +116,10 @@ class Metrics:
         counts = self.counts()
         return {
             "counters": dict(sorted(counts.items())),
-            "latency_seconds": histogram_percentiles(counts),
+            "latency_seconds": sketch.quantiles(counts),
             "alerts": self.alerts(),
             "executors": self.executors(),
         }
-
-
-def histogram_percentiles(counts: Mapping[str, int]) -> dict[str, float | None]:
-    """p50/p95/p99 estimated from the latency buckets in ``counts``.
-
-    As Prometheus's ``histogram_quantile`` does: the rank's bucket is found,
-    and the latencies in it are taken as spread evenly between its bounds
-    (the first bucket's lower bound is 0). A rank in the open last bucket
-    gives the highest finite bound: "at least this".
-    """
-    found = {
-        float(name.removeprefix(LATENCY_PREFIX)): value
-        for name, value in counts.items()
-        if name.startswith(LATENCY_PREFIX)
-    }
-    # Every bound, the empty ones too: a bucket's lower bound is the bound before it.
-    buckets = sorted((bound, found.get(bound, 0)) for bound in set(LATENCY_BUCKETS) | set(found))
-    total = sum(value for _, value in buckets)
-
-    def rank(p: float) -> float | None:
-        if not total:
-            return None
-        wanted, seen, lower = p * total, 0, 0.0
-        for bound, value in buckets:
-            if value and seen + value >= wanted:
-                if bound == float("inf"):
-                    return lower
-                return round(lower + (bound - lower) * (wanted - seen) / value, 3)
-            seen += value
-            lower = bound
-        return lower
-
-    return {"p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99), "count": total}
 
 
 def percentiles(ordered: list[float]) -> dict[str, float | None]:

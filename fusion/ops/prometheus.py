@@ -23,13 +23,13 @@ from typing import Any
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
-    HistogramMetricFamily,
     Metric,
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
+from fusion.observe import sketch
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import ES_ALERT, ES_BACKPRESSURE_ALERT, KAFKA_ALERT
@@ -150,21 +150,27 @@ def _per_query(
 
 
 def _latency(figures: Figures) -> Metric:
-    """The fire-to-enriched histogram: Fusion's buckets, every one on every scrape, cumulative."""
-    cumulative, buckets = 0, []
-    for bound, count in figures.latency_buckets():
-        cumulative += count
-        buckets.append(("+Inf" if bound == float("inf") else _le(bound), cumulative))
-    family = HistogramMetricFamily(
+    """Fire-to-enriched quantiles, as a summary: from Fusion's sketch, not interpolated.
+
+    A histogram's fixed buckets make Prometheus interpolate within a bucket, a
+    value no key may have had; the sketch answers within its relative error
+    (the HELP text states it for the current level).
+    """
+    spread = figures.latency()
+    error = spread["relative_error"] or sketch.RELATIVE_ERROR
+    family = Metric(
         "fusion_enrichment_latency_seconds",
-        "Seconds from a key's fire to its enriched document being confirmed",
+        "Seconds from a key's fire to its enriched document being confirmed; quantiles "
+        f"within {error:.1%} of a latency some key had",
+        "summary",
     )
-    family.add_metric([], buckets, sum_value=figures.latency_sum_seconds)
+    name = "fusion_enrichment_latency_seconds"
+    for label, quantile in sketch.QUANTILES.items():
+        if (value := spread[label]) is not None:
+            family.add_sample(name, {"quantile": f"{quantile:g}"}, value)
+    family.add_sample(f"{name}_count", {}, spread["count"] or 0)
+    family.add_sample(f"{name}_sum", {}, figures.latency_sum_seconds)
     return family
-
-
-def _le(bound: float) -> str:
-    return f"{bound:g}" if bound != int(bound) else f"{bound:.1f}"
 
 
 class PipelineCollector(Collector):

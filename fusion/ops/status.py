@@ -27,8 +27,8 @@ from fusion.counter.state import StateSummary, summary
 from fusion.elastic import client as es_client
 from fusion.kafka.lag import lag_of, source_lag, stage_markers
 from fusion.kafka.pending import oldest_pending
+from fusion.observe import sketch
 from fusion.observe.figures import Figures
-from fusion.observe.metrics import histogram_percentiles
 from fusion.observe.names import ES_BACKPRESSURE_ALERT
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def gather(
         counts: Counter[str] = Counter()
         for marker, _ in markers.values():
             counts.update(marker.counts if marker is not None else {})
-        metrics = {"counters": dict(counts), "latency_seconds": histogram_percentiles(counts)}
+        metrics = {"counters": dict(counts), "latency_seconds": sketch.quantiles(counts)}
     state = summary(spark, config) if spark is not None else StateSummary()
     lags = lag_of(config, markers), source_lag(config, markers)
     oldest = oldest_pending(config, markers)
@@ -107,6 +107,7 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "es_requests_per_key": figures.lookups_per_key,
             "latency_p50_seconds": latency.get("p50"),
             "latency_p99_seconds": latency.get("p99"),
+            "latency_relative_error": latency.get("relative_error"),
             # Enriched in the counter's task: the counter's input is the enricher's too.
             "lag": inputs.lag.get(
                 "enricher" if config.pipeline.enrich_in == "enricher" else config.counter_query
@@ -168,7 +169,9 @@ def render(status: Mapping[str, Any]) -> str:
         f"fire→enriched p50/p99 {latency}"
     )
     if latency != "-":
-        lines.append("            (latency quantiles interpolated within histogram buckets)")
+        error = (e.get("latency_relative_error") or 0.0) * 100
+        note = f"quantiles from a sketch, within {error:.2g} % of a key's latency"
+        lines.append(f"            ({note})")
     es = status["elasticsearch"]
     lines.append(f"  elasticsearch  requests retried {es['retries']:,} (429, 5xx, outages)")
     return "\n".join(lines)

@@ -258,7 +258,7 @@ def test_status_counts_every_stage(story: Story) -> None:
     assert report["counter"]["pending_keys"] == 0
     assert report["counter"]["lag"] == 0
     assert report["enricher"]["partial"] == 2 and report["enricher"]["updated"] == 1
-    # Requests per enriched document; latencies within the buckets the run counted into.
+    # Requests per enriched document; a latency per document, from a sketch of a few %.
     figures = Figures(story.metrics.counts())
     enriched = report["enricher"]["enriched"]
     assert enriched > 0
@@ -266,7 +266,9 @@ def test_status_counts_every_stage(story: Story) -> None:
         report["enricher"]["es_requests"] / enriched, 4
     )
     p50, p99 = report["enricher"]["latency_p50_seconds"], report["enricher"]["latency_p99_seconds"]
-    assert 0 < p50 <= p99 <= max(bound for bound, n in figures.latency_buckets() if n)
+    assert 0 < p50 <= p99 and report["enricher"]["latency_relative_error"] <= 0.05
+    # One latency per enriched document written (deletes have none here).
+    assert figures.latency()["count"] == enriched
     assert "pending keys 0" in status.render(report)
 
 

@@ -10,7 +10,6 @@ from typing import Any
 from fusion.core.config import PipelineConfig
 from fusion.core.config_file import write_config
 from fusion.kafka.markers import PACKED, Marker, largest_marker, replay_unmarked
-from fusion.observe.metrics import Metrics, histogram_percentiles, latency_bucket
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "healthcare.toml"
 
@@ -44,30 +43,6 @@ def test_a_written_config_reads_back_equal_with_its_secrets(tmp_path: Path) -> N
 
     assert PipelineConfig.load(path, env={}) == config
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it holds the secrets in clear
-
-
-def test_latencies_add_up_as_a_histogram() -> None:
-    one, two = Metrics(), Metrics()
-    for seconds in (0.2, 0.4, 0.9):
-        one.observe_latency(seconds)
-    two.observe_latency(12.0)
-    total = Metrics()
-    total.add_all(one.counts())
-    total.add_all(two.counts())
-
-    spread = histogram_percentiles(total.counts())
-
-    assert latency_bucket(0.22) == "latency.le_0.25" and latency_bucket(1e9) == "latency.le_inf"
-    # Interpolated within the rank's bucket: p50 is the 2nd of 4, the top of (0.3, 0.4];
-    # p99 is 96 % of the way through (10, 15], where the one latency of 12 s fell.
-    assert (spread["p50"], spread["p99"], spread["count"]) == (0.4, 14.8, 4)
-
-
-def test_a_quantile_in_the_open_last_bucket_is_the_highest_finite_bound() -> None:
-    metrics = Metrics()
-    metrics.observe_latency(1_000.0)
-
-    assert histogram_percentiles(metrics.counts())["p50"] == 300.0
 
 
 def test_markers_are_deflated_and_read_the_same_by_the_jvm(fusion_jvm: Any) -> None:

@@ -24,8 +24,8 @@ COUNTS = {
     "enricher.bulk_requests": 2,
     "enricher.dlq": 3,
     "busy_ms.counter": 2500,
-    "latency.le_0.5": 3,
-    "latency.le_inf": 1,
+    "latency.q0_-34": 3,  # (0.495, 0.505] s
+    "latency.q0_286": 1,  # (296, 302] s
     "latency.sum_ms": 4200,
 }
 
@@ -44,7 +44,7 @@ def test_figures_read_each_stage_s_counts() -> None:
     assert figures.bulk_requests == 5
     assert figures.lookups_per_key == 0.25
     assert figures.batch_seconds("counter") == 2.5
-    assert dict(figures.latency_buckets())[0.5] == 3 and figures.latency_sum_seconds == 4.2
+    assert figures.latency()["count"] == 4 and figures.latency_sum_seconds == 4.2
 
 
 def test_the_headline_and_the_status_line_say_the_same() -> None:
@@ -57,7 +57,7 @@ def test_the_headline_and_the_status_line_say_the_same() -> None:
     assert headline["es_requests_per_key"] == 0.25 and headline["dead_letters"] == 6
     assert line.startswith("[Kafka unavailable, retrying]  indexed 17  acks 17  pending keys 2")
     assert "incomplete 1" in line and "updated" not in line  # only lifecycle events that happened
-    assert "enriched 8  dlq 6  ES lookups 2  fire→enriched p50 0.47 s p99 300.00 s" in line
+    assert "enriched 8  dlq 6  ES lookups 2  fire→enriched p50 0.50 s p99 301.91 s (±1 %)" in line
 
 
 def test_the_status_line_shows_latency_quantiles_once_there_are_latencies() -> None:
@@ -67,9 +67,8 @@ def test_the_status_line_shows_latency_quantiles_once_there_are_latencies() -> N
 
     line = Figures(metrics.counts()).status_line({})
 
-    # Interpolated within buckets: the 2nd of 4 is the top of (0.1, 0.15]; the 4th
-    # (p99: 96 % of it) falls in (2.0, 2.5].
-    assert line.endswith("fire→enriched p50 0.15 s p99 2.48 s"), line
+    # Nearest rank, each within 1 % of a latency a key had: the 2nd of 4 (0.14 s), the 4th.
+    assert line.endswith("fire→enriched p50 0.14 s p99 2.20 s (±1 %)"), line
     assert "fire→enriched" not in Figures({"counter.fired": 3}).status_line({})
 
 
