@@ -40,7 +40,7 @@ from fusion.observe.metrics import Metrics
 from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, writer_spec
 from fusion.spark.queries import read_with_clock
-from fusion.spark.tasks import KAFKA_COLUMNS, Job, partition_function
+from fusion.spark.tasks import KAFKA_SELECT, Job, partition_function
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
 from indexers.task import IndexPartition
 
@@ -70,7 +70,7 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig) -> DataFram
     # the query and batch from the job it runs in.
     job = Job(config, f"{QUERY}-index", "indexer", query="", batch_id=-1)
     task = partition_function(job, IndexPartition(config.source_of_topic), handoff_batch)
-    indexed = stream.select(*KAFKA_COLUMNS).mapInArrow(task, HANDOFF_SCHEMA)
+    indexed = stream.selectExpr(*KAFKA_SELECT).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
     rules = Rules.of(config)
     initial = restored_state(spark, config)

@@ -21,7 +21,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from acks.contract import Ack
-from fusion.core.config import RESERVED_FIELD, PipelineConfig
+from fusion.core.config import RESERVED_FIELD, STORED_OWN, PipelineConfig
 from fusion.core.config_dimensions import Reference
 from fusion.elastic.bulk import Confirmed
 from fusion.elastic.retry import RetryPolicy, call_with_retries, mget_docs
@@ -75,12 +75,12 @@ def row_of(hit: Mapping[str, Any]) -> Row:
 
 
 def record_content(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored document as its record was (the digest the indexer gave it): without the key
-    and references Fusion kept in it."""
+    """A stored document as its record was (the digest the indexer gave it): without the key,
+    references and Kafka timestamp Fusion kept in it."""
     own = stored.get(RESERVED_FIELD)
-    if not isinstance(own, dict) or not {"key", "refs"} & set(own):
+    if not isinstance(own, dict) or not set(STORED_OWN) & set(own):
         return dict(stored)
-    kept = {k: v for k, v in own.items() if k not in ("key", "refs")}
+    kept = {k: v for k, v in own.items() if k not in STORED_OWN}
     rest = {k: v for k, v in stored.items() if k != RESERVED_FIELD}
     return rest | ({RESERVED_FIELD: kept} if kept else {})
 

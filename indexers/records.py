@@ -24,6 +24,7 @@ class RawRecord:
     partition: int
     offset: int
     key: bytes | None = None  # the Kafka record key
+    timestamp_ms: int | None = None  # the Kafka record's timestamp
 
     @property
     def where(self) -> tuple[str, int, int]:
@@ -55,6 +56,8 @@ class SourceRecord:
     key_field: str | None = None
     # The ids of the dimension rows it names (indexers/references.py), kept in fusion.refs.
     refs: Mapping[str, str] = field(default_factory=dict)
+    # Its Kafka timestamp (epoch ms), kept in fusion.ts: where a key's latency starts.
+    record_ms: int | None = None
 
     @property
     def where(self) -> tuple[str, int, int]:
@@ -72,22 +75,27 @@ class SourceRecord:
         it can be); a number JSON cannot spell (``1e999`` read as infinity) goes
         as ``Infinity``, which Elasticsearch refuses: a dead letter with its reason.
         """
+        kept = self._kept()
         if self.deleted:
             # Indexed, not deleted: its version keeps ordering the source's writes (a late
             # older write is refused as stale), with no gc_deletes window to outlive.
-            own: Any = {"deleted": True, "key": self.key}
+            own: Any = {"deleted": True, "key": self.key} | kept
             tombstone = {self.key_field: self.key} if self.key_field else {}
             return json.dumps({**tombstone, RESERVED_FIELD: own}).encode()
-        if self.stored_key or self.refs:
+        as_read = bool(self.original) and json.detect_encoding(self.original) == "utf-8"
+        if self.stored_key or self.refs or (kept and (RESERVED_FIELD in self.doc or not as_read)):
             own = self.doc.get(RESERVED_FIELD)
-            kept = {**(own if isinstance(own, dict) else {})}
-            kept |= {"key": self.key} if self.stored_key else {}
-            kept |= {"refs": dict(self.refs)} if self.refs else {}
-            doc = {**self.doc, RESERVED_FIELD: kept}
+            doc = {**self.doc, RESERVED_FIELD: {**(own if isinstance(own, dict) else {}), **kept}}
             return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
-        if self.original and json.detect_encoding(self.original) == "utf-8":
-            return self.original
+        if as_read:
+            return _with_own(self.original, kept) if kept else self.original
         return json.dumps(self.doc, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def _kept(self) -> dict[str, Any]:
+        """What Fusion keeps in the document's own object: its key, the rows it names, when."""
+        kept: dict[str, Any] = {"key": self.key} if self.stored_key else {}
+        kept |= {"refs": dict(self.refs)} if self.refs else {}
+        return kept | ({"ts": self.record_ms} if self.record_ms is not None else {})
 
     @property
     def version(self) -> int:
@@ -100,11 +108,25 @@ class SourceRecord:
         return self.offset + 1
 
 
+def _with_own(original: bytes, kept: Mapping[str, Any]) -> bytes:
+    """The record's own bytes with Fusion's object added, without parsing them again.
+
+    Only for a record that is a UTF-8 JSON object without a ``fusion`` field of
+    its own: its last non-blank byte is the object's closing brace.
+    """
+    body = original.rstrip()[:-1].rstrip()
+    comma = b"" if body.endswith(b"{") else b","
+    own = json.dumps({RESERVED_FIELD: kept}, separators=(",", ":")).encode()[1:]
+    return body + comma + own
+
+
 def is_tombstone(doc: Mapping[str, Any]) -> bool:
     """Whether a source document is the tombstone of a deleted row (see
     :meth:`SourceRecord.source`), and nothing else."""
     own = doc.get(RESERVED_FIELD)
-    return isinstance(own, dict) and own.get("deleted") is True and set(own) == {"deleted", "key"}
+    if not isinstance(own, dict) or own.get("deleted") is not True:
+        return False
+    return set(own) - {"ts"} == {"deleted", "key"}
 
 
 Parsed = SourceRecord | Tombstone | DeadLetter
@@ -158,7 +180,10 @@ def parse(
     where = (raw.topic, raw.partition, raw.offset)
     if deleted:
         top = spec.path[0] if not spec.in_record_key and len(spec.path) == 1 else None
-        return SourceRecord(key_text, doc, *where, b"", None, deleted=True, key_field=top)
+        return SourceRecord(
+            key_text, doc, *where, b"", None, deleted=True, key_field=top,
+            record_ms=raw.timestamp_ms,
+        )  # fmt: skip
     try:
         digest = content_digest(doc)
     except (ValueError, RecursionError) as exc:
@@ -166,7 +191,9 @@ def parse(
         # neither Elasticsearch nor the ack could carry it.
         return dead(f"not valid Unicode text: {_first_line(exc)}", key_text)
     original = raw.value if fmt == "json" else b""
-    return SourceRecord(key_text, doc, *where, original, digest, store_key)
+    return SourceRecord(
+        key_text, doc, *where, original, digest, store_key, record_ms=raw.timestamp_ms
+    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -69,6 +69,7 @@ class IndexPartition:
                 column(rows, "partition"),
                 column(rows, "offset"),
                 column(rows, "key"),
+                column(rows, "ts"),
                 strict=True,
             )
         ]

@@ -34,7 +34,7 @@ from fusion.observe.metrics import Metrics
 from fusion.pipeline import Selection
 from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
-from fusion.spark.tasks import KAFKA_COLUMNS, Job, TaskOutput, Work, column
+from fusion.spark.tasks import KAFKA_SELECT, Job, TaskOutput, Work, column
 from indexers.records import RawRecord, SourceRecord, parse
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class NaiveBatch(BatchStage):
 
     def columns(self, batch: DataFrame) -> DataFrame:
         # One task: naive matching is sequential by design (see the module docstring).
-        return batch.select(*KAFKA_COLUMNS, "timestamp").coalesce(1)
+        return batch.selectExpr(*KAFKA_SELECT, "timestamp").coalesce(1)
 
 
 def naive_partition(job: Job, rows: pa.Table) -> TaskOutput:

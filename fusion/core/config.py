@@ -39,6 +39,7 @@ STORED_KEY = f"{RESERVED_FIELD}.key"
 # Where a document keeps the ids of the dimension rows it names (docs/dimensions.md): a
 # keyword per dimension, so that a row's change finds its documents with a term query.
 STORED_REFS = f"{RESERVED_FIELD}.refs"
+STORED_OWN = ("key", "refs", "ts")  # no part of the record; ts: its Kafka timestamp (ms)
 
 
 # Room for what a record carries besides its payload: a dead letter's metadata,

@@ -25,14 +25,15 @@ def source_mapping(config: PipelineConfig, source: SourceConfig) -> dict[str, An
     """A source index's mapping: its key a keyword (where the index keeps it), the hints."""
     field = config.sort_field(source)
     keyword = {"type": "keyword"}
-    own: dict[str, Any] = {}
+    # When its record reached Kafka (epoch ms): where a key's latency starts.
+    own: dict[str, Any] = {"ts": {"type": "date", "format": "epoch_millis"}}
     if field == STORED_KEY:
         own["key"] = keyword
     references = config.references_from(source.name)
     if references:
         # The ids of the rows a document names: a dimension row's change finds them by term.
         own["refs"] = {"properties": {r.dimension: keyword for r in references}}
-    properties: dict[str, Any] = {RESERVED_FIELD: {"properties": own}} if own else {}
+    properties: dict[str, Any] = {RESERVED_FIELD: {"properties": own}}
     if field != STORED_KEY:
         properties[field] = keyword
     properties.update({name: {"type": kind} for name, kind in source.fields.items()})
@@ -46,6 +47,7 @@ def enriched_mapping(config: PipelineConfig) -> dict[str, Any]:
             "properties": {
                 "fired_at": {"type": "date"},
                 "enriched_at": {"type": "date"},
+                "last_record_at": {"type": "date"},
                 "versions": {"type": "object"},
             }
         },

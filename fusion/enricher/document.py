@@ -5,7 +5,8 @@ Shape, with ``_id`` = key in the enriched index::
     {"<key_field>": key,
      "<source>": {...that source's record...},        # one entry per source
      "fusion": {"fired_at": ..., "enriched_at": ..., "complete": true, "missing": [],
-                "versions": {"<source>": <ES _version of that document>}}}
+                "versions": {"<source>": <ES _version of that document>},
+                "last_record_at": ...}}   # the latest part's Kafka timestamp
 
 A partial document (``on_timeout = "partial"``) has ``"complete": false`` and
 names the required sources it lacks in ``missing``.
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.core.events import dumps
+from fusion.core.events import dumps, iso_from_ms
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,13 @@ class FoundDoc:
     source: dict[str, Any]
     version: int
     deleted: bool = False
+    record_ms: int | None = None  # its record's Kafka timestamp (fusion.ts), if it kept one
+
+
+def last_record_ms(found: Mapping[str, FoundDoc]) -> int | None:
+    """The Kafka timestamp of the latest record among a key's parts (and the rows they name):
+    where its latency starts."""
+    return max((doc.record_ms for doc in found.values() if doc.record_ms is not None), default=None)
 
 
 def missing_sources(found: Mapping[str, FoundDoc], sources: Sequence[str]) -> list[str]:
@@ -97,6 +105,8 @@ def _enriched(
         "missing": sorted(missing),
         "versions": {name: found[name].version for name in sorted(found)},
     }
+    if (last := last_record_ms(found)) is not None:
+        doc["fusion"]["last_record_at"] = iso_from_ms(last)
     return doc
 
 

@@ -141,22 +141,26 @@ def _keep(
 
 
 def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any]) -> FoundDoc:
-    """A source document as the enriched one nests it: without the key Fusion kept in it.
+    """A source document as the enriched one nests it: without what Fusion kept in it (the
+    key, the rows it names, its record's Kafka timestamp, which is where its latency starts).
 
     A deleted row's tombstone (:attr:`indexers.records.SourceRecord.source`) is
     found as deleted, with its version.
     """
     doc: dict[str, Any] = hit["_source"]
+    own = doc.get(RESERVED_FIELD)
+    at = own.get("ts") if isinstance(own, dict) else None
+    record_ms = at if isinstance(at, int) and not isinstance(at, bool) else None
     if is_tombstone(doc):
-        return FoundDoc({}, hit["_version"], deleted=True)
-    keeps = config.sort_field(source) == STORED_KEY or config.references_from(source.name)
-    if keeps and isinstance(doc.get(RESERVED_FIELD), dict):
-        # What Fusion kept in the document (its key, the rows it names) is no part of it.
-        own = {k: v for k, v in doc[RESERVED_FIELD].items() if k not in ("key", "refs")}
+        return FoundDoc({}, hit["_version"], deleted=True, record_ms=record_ms)
+    kept = {"ts"} | ({"key"} if config.sort_field(source) == STORED_KEY else set())
+    kept |= {"refs"} if config.references_from(source.name) else set()
+    if isinstance(own, dict) and kept & set(own):
+        mine = {k: v for k, v in own.items() if k not in kept}
         doc = {k: v for k, v in doc.items() if k != RESERVED_FIELD} | (
-            {RESERVED_FIELD: own} if own else {}
+            {RESERVED_FIELD: mine} if mine else {}
         )
-    return FoundDoc(doc, hit["_version"])
+    return FoundDoc(doc, hit["_version"], record_ms=record_ms)
 
 
 def _batched(

@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from elasticsearch import Elasticsearch
@@ -36,14 +35,14 @@ from fusion.core.events import (
     DeadLetter,
     dead_letter_records,
     now_iso,
-    now_utc,
 )
 from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed, Target, write_documents
 from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
-from fusion.enricher.document import enriched_json, missing_sources, next_version
+from fusion.enricher.document import enriched_json, last_record_ms, missing_sources, next_version
 from fusion.enricher.groups import GroupSizer
+from fusion.enricher.latency import observe_latencies, sketch_apart
 from fusion.enricher.wanted import Wanted, Where, parse_event
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
@@ -66,6 +65,7 @@ class EnrichedDoc:
     original: bytes
     version: int | None = None
     delete: bool = False  # its sources deleted: the enriched document goes (a tombstone)
+    last_record_ms: int | None = None  # the latest part's Kafka timestamp: its latency's start
 
     @property
     def source(self) -> bytes:
@@ -155,7 +155,7 @@ def enrich(
         done = _enrich_group(config, es, {key: wanted[key] for key in group}, retry, metrics)
         sizer.observe(len(group), done.bytes)
         dead += done.dead
-        bins, counts = _sketch_apart(metrics.counts())
+        bins, counts = sketch_apart(metrics.counts())
         latencies.add_all(bins)
         yield Enrichment(done.records, counts)
     counts = {
@@ -164,12 +164,6 @@ def enrich(
         names.ENRICHER_DLQ: len(dead),
     } | latencies.counts()
     yield Enrichment(dead_letter_records(config.dlq_topic, dead, config.message_limit), counts)
-
-
-def _sketch_apart(counts: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
-    """The latency sketch's bins among ``counts``, and the other counts."""
-    bins = {n: v for n, v in counts.items() if n.startswith(names.LATENCY_SKETCH_PREFIX)}
-    return bins, {n: v for n, v in counts.items() if n not in bins}
 
 
 @dataclass(frozen=True)
@@ -202,7 +196,7 @@ def _enrich_group(
     with metrics.timed(names.STAGE_ENRICH_WRITE):
         written = write_documents(es, target, enriched, retry, metrics)
     crash_point("enricher.after_write")
-    _observe_latencies(metrics, written.confirmed)
+    observe_latencies(metrics, (item.record for item in written.confirmed))
     dead.extend(written.dead)
     records, too_large = enriched_records(config, written.confirmed)
     dead.extend(too_large)
@@ -240,8 +234,11 @@ def _documents(
         metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
         before = current.version if current else None
         version = next_version(docs, config.dimensions, want.changes, before)
+        last = last_record_ms(docs)
         if want.kind == "deleted":
-            doc = EnrichedDoc(key, b"", want.fired_at, want.where, want.original, version, True)
+            doc = EnrichedDoc(
+                key, b"", want.fired_at, want.where, want.original, version, True, last
+            )
             enriched.append(doc)
             continue
         # A deleted row (the event says so, and its document is still gone) is missing too,
@@ -255,7 +252,8 @@ def _documents(
             dead.append(DeadLetter.of(reason, "enricher", None, want.where, want.original, key))
             continue
         body = enriched_json(config.key_field, key, docs, want.fired_at, enriched_at, missing)
-        enriched.append(EnrichedDoc(key, body, want.fired_at, want.where, want.original, version))
+        doc = EnrichedDoc(key, body, want.fired_at, want.where, want.original, version, False, last)
+        enriched.append(doc)
     return enriched
 
 
@@ -289,11 +287,3 @@ def enriched_records(
         # Where: the event that asked for it; original: the document itself (cut).
         dead.append(DeadLetter.of(reason, "enricher", None, item.record.where, value, key))
     return records, dead
-
-
-def _observe_latencies(metrics: Metrics, confirmed: list[Confirmed[EnrichedDoc]]) -> None:
-    """Seconds from the fire to the confirmed write of each document, into the histogram."""
-    done = now_utc()
-    for item in confirmed:
-        fired = datetime.fromisoformat(item.record.fired_at)
-        metrics.observe_latency((done - fired).total_seconds())

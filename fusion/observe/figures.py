@@ -218,7 +218,7 @@ class Figures:
         return self._get(names.ES_REJECTED)
 
     def latency(self) -> dict[str, float | None]:
-        """Fire-to-enriched p50/p95/p99, their count and relative error (:mod:`..sketch`)."""
+        """Last source record → enriched: p50/p95/p99, count, relative error (:mod:`..sketch`)."""
         return sketch.quantiles(self.counts)
 
     @property
@@ -265,7 +265,7 @@ class Figures:
             f"ES lookups {self.lookups:,}",
         ]
         if (spread := self.latency())["p50"] is not None:
-            parts.append(f"fire→enriched {latency_text(spread)}")
+            parts.append(f"last record→enriched {latency_text(spread)}")
         return "  ".join([*(f"[{message}]" for message in alerts.values()), "  ".join(parts)])
 
 

@@ -112,8 +112,8 @@ ES_REJECTED = "es.rejected"  # requests the nodes rejected (429) while the drive
 # A deadline bucket's timers, set and cleared: clock.<bucket, epoch ms>.
 CLOCK_PREFIX = "clock."
 
-# Fire-to-enriched latency, as a sketch (fusion.observe.sketch): a count per bin,
-# latency.q<level>_<index>, and the latencies' sum in milliseconds.
+# Latency from a key's last source record to its enriched document, as a sketch
+# (fusion.observe.sketch): a count per bin, latency.q<level>_<index>, and their sum in ms.
 LATENCY_SKETCH_PREFIX = "latency.q"
 LATENCY_SUM = "latency.sum_ms"
 

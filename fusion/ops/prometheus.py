@@ -150,7 +150,7 @@ def _per_query(
 
 
 def _latency(figures: Figures) -> Metric:
-    """Fire-to-enriched quantiles, as a summary: from Fusion's sketch, not interpolated.
+    """Last record-to-enriched quantiles, as a summary: from Fusion's sketch, not interpolated.
 
     A histogram's fixed buckets make Prometheus interpolate within a bucket, a
     value no key may have had; the sketch answers within its relative error
@@ -160,7 +160,8 @@ def _latency(figures: Figures) -> Metric:
     error = spread["relative_error"] or sketch.RELATIVE_ERROR
     family = Metric(
         "fusion_enrichment_latency_seconds",
-        "Seconds from a key's fire to its enriched document being confirmed; quantiles "
+        "Seconds from the Kafka timestamp of a key's last source record to its enriched "
+        "document being confirmed; quantiles "
         f"within {error:.1%} of a latency some key had",
         "summary",
     )

@@ -166,7 +166,7 @@ def render(status: Mapping[str, Any]) -> str:
     )
     lines.append(
         f"            ES requests {e['es_requests']:,} ({e['es_requests_per_key']} per key)  "
-        f"fire→enriched p50/p99 {latency}"
+        f"last record→enriched p50/p99 {latency}"
     )
     if latency != "-":
         error = (e.get("latency_relative_error") or 0.0) * 100

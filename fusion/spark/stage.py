@@ -81,7 +81,7 @@ class BatchStage:
         raise NotImplementedError
 
     def columns(self, batch: DataFrame) -> DataFrame:
-        return batch.select(*tasks.KAFKA_COLUMNS)
+        return batch.selectExpr(*tasks.KAFKA_SELECT)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         files = CheckpointFiles(batch.sparkSession, self.config.checkpoint(self.name))

@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from fusion.kafka.exactly_once import OutRecord
 
 # What a task returns: output records (topic set) and counts (name set), each naming the task.
-# What a task reads of Spark's Kafka source: a record and where it was read.
-KAFKA_COLUMNS = ("value", "topic", "partition", "offset", "key")
+# What a task reads of Spark's Kafka source: a record, where it was read, and its Kafka
+# timestamp in epoch milliseconds (``ts``); KAFKA_SELECT makes them of the source's columns.
+KAFKA_COLUMNS = ("value", "topic", "partition", "offset", "key", "ts")
+KAFKA_SELECT = (*KAFKA_COLUMNS[:-1], "unix_millis(timestamp) AS ts")
 
 OUTPUT_COLUMNS = (
     ("task", "string"),

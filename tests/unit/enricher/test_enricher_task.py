@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from fusion.core.config import PipelineConfig
-from fusion.core.events import DeadLetter, dumps
+from fusion.core.events import DeadLetter, dumps, iso_from_ms
 from fusion.elastic.bulk import Confirmed
 from fusion.enricher.groups import GroupSizer
 from fusion.enricher.task import EnrichedDoc, enriched_records
@@ -90,3 +91,32 @@ def test_groups_of_keys_are_sized_by_what_their_documents_weighed() -> None:
     assert again.keys() == 5
     again.observe(3, 0)  # a group that wrote nothing tells nothing
     assert again.keys() == 5
+
+
+def test_a_keys_latency_starts_at_its_latest_parts_record_and_the_document_says_when() -> None:
+    from fusion.enricher.document import build_enriched
+    from fusion.enricher.latency import observe_latencies
+    from fusion.enricher.lookups import _found
+    from fusion.observe import sketch
+    from fusion.observe.metrics import Metrics
+
+    config = PipelineConfig.model_validate(
+        {"pipeline": {"name": "p", "key_field": "id"}, "sources": [{"name": "a"}, {"name": "b"}]}
+    )
+    now_ms = int(time.time() * 1000)
+    hits = {
+        "a": {"_source": {"id": "k", "x": 1, "fusion": {"ts": now_ms - 9_000}}, "_version": 3},
+        "b": {"_source": {"id": "k", "y": 2, "fusion": {"ts": now_ms - 4_000}}, "_version": 5},
+    }
+    found = {name: _found(config, config.source(name), hit) for name, hit in hits.items()}
+
+    doc = build_enriched("id", "k", found, "2026-11-27T10:00:00Z", "2026-11-27T10:00:01Z")
+    metrics = Metrics()
+    observe_latencies(metrics, [EnrichedDoc("k", b"", "2026-11-27T10:00:00Z", ("t", 0, 1), b"",
+                                            last_record_ms=now_ms - 4_000)])  # fmt: skip
+
+    # Fusion's timestamp is no part of the parts; the document names the latest one.
+    assert doc["a"] == {"id": "k", "x": 1} and doc["b"] == {"id": "k", "y": 2}
+    assert doc["fusion"]["last_record_at"] == iso_from_ms(now_ms - 4_000)
+    p50 = sketch.quantiles(metrics.counts())["p50"]
+    assert p50 is not None and 4.0 * 0.99 <= p50 <= 4.5  # from b's record, not a's, nor the fire

@@ -107,3 +107,35 @@ def test_bulk_actions_use_the_key_as_id_the_offset_as_version_and_leave_records_
         }
     ]
     assert parsed.doc == {"txn_id": "T-9", "x": 1}
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [
+        (b'{"id": "k1", "n": 2}', b'{"id": "k1", "n": 2,"fusion":{"ts":1764000000123}}'),
+        (b'{"id": "k1"}\n  ', b'{"id": "k1","fusion":{"ts":1764000000123}}'),
+        # A record with an object of its own under "fusion": the time joins it.
+        (b'{"id": "k1", "fusion": {"x": 1}}', b'{"id":"k1","fusion":{"x":1,"ts":1764000000123}}'),
+    ],
+)
+def test_the_stored_document_keeps_its_records_kafka_timestamp(value: bytes, stored: bytes) -> None:
+    """Where a key's latency starts: the enricher reads it back from the parts it fetches."""
+    raw = RawRecord(value, "billing", 0, 7, None, 1_764_000_000_123)
+    record = parse(raw, "billing", "id", 1 << 20)
+    assert isinstance(record, SourceRecord)
+
+    assert record.source == stored
+    assert json.loads(record.source)["fusion"]["ts"] == 1_764_000_000_123
+
+
+def test_a_deleted_rows_tombstone_keeps_the_time_and_is_still_a_tombstone() -> None:
+    from indexers.records import is_tombstone
+
+    event = {"before": {"id": "k1"}, "after": None, "op": "d", "source": {}}
+    raw = RawRecord(json.dumps(event).encode(), "billing", 0, 7, None, 1_764_000_000_123)
+    record = parse(raw, "billing", "id", 1 << 20, "debezium")
+    assert isinstance(record, SourceRecord) and record.deleted
+
+    stored = json.loads(record.source)
+    assert stored["fusion"] == {"deleted": True, "key": "k1", "ts": 1_764_000_000_123}
+    assert is_tombstone(stored)

@@ -18,13 +18,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from acks.kafka import ack_records
+from fusion.core.config import RESERVED_FIELD
 from fusion.core.config_values import SourceFormat
 from fusion.core.events import DeadLetter, dead_letter_records
 from fusion.elastic.bulk import Confirmed, bulk_actions
+from indexers.dimensions import record_content
 from indexers.records import (
     RawRecord,
     SourceRecord,
     Tombstone,
+    content_digest,
     latest_per_key,
     parse,
 )
@@ -32,6 +35,7 @@ from indexers.task import _acks
 
 KEY_FIELD = "id"
 MAX_BYTES = 64 * 1024
+TIMESTAMP_MS = 1_764_000_000_123
 
 ODD_TEXT = st.sampled_from(
     ["\ud800", "a\udfffb", "\x00", "\x7f", "\ufeff", "é", "𝄞", "\u2028", "", " " * 600]
@@ -93,7 +97,7 @@ def _whole_path(
     record_key: bytes | None = None,
 ) -> SourceRecord | DeadLetter | Tombstone:
     """One record through every step of the indexer that could raise on its content."""
-    raw = RawRecord(value, "billing", 0, 41, record_key)
+    raw = RawRecord(value, "billing", 0, 41, record_key, TIMESTAMP_MS)
     parsed = parse(raw, "billing", key, MAX_BYTES, fmt)
     if isinstance(parsed, Tombstone):
         assert fmt == "debezium" and parsed.where == ("billing", 0, 41)
@@ -105,6 +109,12 @@ def _whole_path(
     assert isinstance(parsed, SourceRecord)
     (action,) = bulk_actions("billing-index", latest_per_key([parsed]))
     assert isinstance(action["_source"], bytes) and action["_id"] == parsed.key
+    # What Elasticsearch stores keeps the record's Kafka timestamp, and is the record's
+    # content besides: the digest of what a later read finds is the record's own.
+    stored = json.loads(action["_source"])
+    assert stored[RESERVED_FIELD]["ts"] == TIMESTAMP_MS
+    if not parsed.deleted:
+        assert content_digest(record_content(stored)) == parsed.digest
     confirmed = Confirmed(parsed, "billing-index", 3, 1, parsed.version)
     (ack,) = ack_records("fusion.acks", _acks("billing", [confirmed]))
     assert json.loads(ack[2])["key"] == parsed.key

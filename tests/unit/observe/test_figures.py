@@ -57,7 +57,10 @@ def test_the_headline_and_the_status_line_say_the_same() -> None:
     assert headline["es_requests_per_key"] == 0.25 and headline["dead_letters"] == 6
     assert line.startswith("[Kafka unavailable, retrying]  indexed 17  acks 17  pending keys 2")
     assert "incomplete 1" in line and "updated" not in line  # only lifecycle events that happened
-    assert "enriched 8  dlq 6  ES lookups 2  fire→enriched p50 0.50 s p99 301.91 s (±1 %)" in line
+    assert (
+        "enriched 8  dlq 6  ES lookups 2  last record→enriched p50 0.50 s p99 301.91 s (±1 %)"
+        in line
+    )
 
 
 def test_the_status_line_shows_latency_quantiles_once_there_are_latencies() -> None:
@@ -68,8 +71,8 @@ def test_the_status_line_shows_latency_quantiles_once_there_are_latencies() -> N
     line = Figures(metrics.counts()).status_line({})
 
     # Nearest rank, each within 1 % of a latency a key had: the 2nd of 4 (0.14 s), the 4th.
-    assert line.endswith("fire→enriched p50 0.14 s p99 2.20 s (±1 %)"), line
-    assert "fire→enriched" not in Figures({"counter.fired": 3}).status_line({})
+    assert line.endswith("last record→enriched p50 0.14 s p99 2.20 s (±1 %)"), line
+    assert "last record→enriched" not in Figures({"counter.fired": 3}).status_line({})
 
 
 def test_an_empty_run_reads_as_zeros() -> None:
