@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fusion.core.connections import ElasticsearchSettings as ElasticsearchSettings
 from fusion.core.connections import KafkaSettings as KafkaSettings
+from fusion.core.connections import RegistrySettings as RegistrySettings
 from fusion.core.errors import ConfigError
 
 StateStore = Literal["rocksdb", "hdfs"]
@@ -109,6 +110,11 @@ class SparkSettings(BaseModel):
             # snapshot (zipped and fsynced) per partition and batch; snapshots
             # are still made, in the background.
             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+            # An indexer task retried after an executor loss writes the same acks with other
+            # ack times: Spark 4's order-independent shuffle checksum reads that as changed
+            # output and fails the batch once a counting task has finished; each key's acks
+            # come whole from one attempt either way (docs/guarantees.md).
+            "spark.sql.shuffle.orderIndependentChecksum.enabled": "false",
         }
         return conf | self.conf
 
@@ -151,6 +157,7 @@ _SECTION_ENV = {
     "spark": "SPARK",
     "runtime": "RUNTIME",
     "metrics": "METRICS",
+    "registry": "REGISTRY",
 }
 _ALIASES = {"FUSION_HOME": ("runtime", "home")}
 
@@ -165,6 +172,7 @@ class Settings(BaseModel):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    registry: RegistrySettings = Field(default_factory=RegistrySettings)
 
     @classmethod
     def load(cls, path: Path | str | None = None, env: Mapping[str, str] | None = None) -> Self:
