@@ -9,10 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fusion.core.config import RESERVED_FIELD
-from fusion.core.config_values import SourceFormat, key_spec
+from fusion.core.config_values import AVRO_FORMATS, SourceFormat, key_spec
 from fusion.core.events import DeadLetter
+from indexers.avro import NotAvro, Schemas, decode
 from indexers.changes import NotAChange, change_of
 from indexers.keys import KeyError_, key_of
+from indexers.types import Declared, type_error
+
+CHANGE_FORMATS = ("debezium", "debezium-avro")  # a change event per record (indexers/changes.py)
 
 
 @dataclass(frozen=True)
@@ -139,12 +143,17 @@ def parse(
     max_bytes: int,
     fmt: SourceFormat = "json",
     store_key: bool = False,
+    schemas: Schemas | None = None,
+    declared: Declared | None = None,
 ) -> Parsed:
     """Decode one record, or say why it cannot be indexed.
 
     ``key``: where the join key is (:mod:`indexers.keys`); ``fmt``: the value's
-    format, ``json`` (the document itself) or ``debezium`` (a change event whose
-    row is the document, :mod:`indexers.changes`); ``store_key``: the document
+    format, ``json`` (the document itself), ``debezium`` (a change event whose
+    row is the document, :mod:`indexers.changes`), ``avro`` (a registry's wire
+    format, read with ``schemas``: :mod:`indexers.avro`) or ``debezium-avro`` (a
+    change event in Avro); ``declared``: the fields to check and the optional
+    ones (``strict``, :mod:`indexers.types`); ``store_key``: the document
     keeps its key in ``fusion.key`` (its key is no top-level field of it).
     """
 
@@ -152,19 +161,23 @@ def parse(
         return DeadLetter.of(reason, "indexer", source, raw.where, raw.value, key)
 
     if raw.value is None:
-        if fmt == "debezium":
+        if fmt in CHANGE_FORMATS:
             return Tombstone(raw.where)  # how a compacted topic forgets a deleted row
         return dead("empty value (null Kafka record value)")
     if len(raw.value) > max_bytes:
         return dead(f"record of {len(raw.value)} bytes exceeds the {max_bytes}-byte limit")
     try:
-        doc = json.loads(raw.value)
+        doc = (
+            decode(raw.value, schemas) if schemas and fmt in AVRO_FORMATS else json.loads(raw.value)
+        )
+    except NotAvro as exc:
+        return dead(str(exc))
     except (ValueError, RecursionError) as exc:
         # ValueError: not JSON, not Unicode, or a number Python will not convert (an
         # integer of over 4,300 digits); RecursionError: nested deeper than the parser goes.
         return dead(f"invalid JSON: {_first_line(exc)}")
     deleted = False
-    if fmt == "debezium":
+    if fmt in CHANGE_FORMATS:
         try:
             change = change_of(doc)
         except NotAChange as exc:
@@ -178,6 +191,8 @@ def parse(
     except KeyError_ as exc:
         return dead(str(exc))
     where = (raw.topic, raw.partition, raw.offset)
+    if declared is not None and not deleted and (wrong := type_error(doc, *declared)):
+        return dead(wrong, key_text)
     if deleted:
         top = spec.path[0] if not spec.in_record_key and len(spec.path) == 1 else None
         return SourceRecord(

@@ -27,6 +27,7 @@ from acks.errors import AckError
 from acks.kafka import ack_records
 from fusion.core.config import STORED_KEY
 from fusion.core.config_dimensions import Reference
+from fusion.core.config_values import AVRO_FORMATS
 from fusion.core.events import DeadLetter, dead_letter_records, now_utc
 from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed, Target, write_documents
@@ -34,6 +35,7 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
+from indexers.avro import Schemas
 from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
 from indexers.fanout import fan_out, worth_a_fanout
 from indexers.fanout_first import first_pages
@@ -115,11 +117,16 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
     tombstones = 0
     stores_key = config.sort_field(spec) == STORED_KEY
     retries = Metrics()  # and the time each step took (names.STAGES)
+    # Avro's writer schemas, from the registry by id (once per worker: the cache outlives tasks).
+    budget = config.pipeline.retry_budget_seconds
+    schemas = Schemas(config.registry, budget) if spec.format in AVRO_FORMATS else None
+    declared = spec.declared(config.pipeline.strict)
     with retries.timed(names.STAGE_INDEX_PARSE):
         for raw in raws:
             parsed = parse(
-                raw, source, config.key_of(spec), config.max_record_bytes, spec.format, stores_key
-            )
+                raw, source, config.key_of(spec), config.max_record_bytes, spec.format, stores_key,
+                schemas, declared,
+            )  # fmt: skip
             if isinstance(parsed, SourceRecord):
                 records.append(parsed)
             elif isinstance(parsed, Tombstone):

@@ -9,8 +9,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from fusion.bench.proctree import kind_of, sampling
-from fusion.core import procfs
 from fusion.core.config import PipelineConfig
+from fusion.core.machine import procfs
 from fusion.spark import memory_limits
 
 _SIZE = re.compile(r"^(\d+)([kmgt]?)b?$", re.IGNORECASE)

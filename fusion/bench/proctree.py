@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol, TypeVar
 
-from fusion.core import procfs
+from fusion.core.machine import procfs
 
 
 def tree_cpu_seconds(root: int) -> float:

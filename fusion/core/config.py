@@ -15,8 +15,8 @@ A pipeline file is a settings file (see :mod:`fusion.core.settings`) plus a
     name = "insurance"
     required = false        # optional: waited for until the deadline only
 
-Durations (``timeout``, ``state_ttl``) read like ``"20s"``, ``"10m"``, ``"7d"``. Names of
-indexes, topics and the checkpoint directory derive from the pipeline name unless set.
+Durations read like ``"20s"``, ``"10m"``, ``"7d"``; index, topic and checkpoint names
+derive from the pipeline name unless set.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pydantic import Field, field_validator, model_validator
 from fusion.core.config_dimensions import Dimensional, references_of
 from fusion.core.config_tables import PipelineSection, SourceConfig
 from fusion.core.config_values import key_spec
+from fusion.core.connections import check_registry
 from fusion.core.settings import Settings
 
 # The enriched document's object of Fusion's own fields (fired_at, versions, ...).
@@ -61,12 +62,7 @@ class PipelineConfig(Settings, Dimensional):
             if source.name in seen:
                 raise ValueError(f"duplicate source name {source.name!r}")
             seen.add(source.name)
-        return sources
-
-    @field_validator("sources")
-    @classmethod
-    def _follow_references(cls, sources: list[SourceConfig]) -> list[SourceConfig]:
-        references_of(sources)
+        references_of(sources)  # the references follow: unknown names, cycles
         return sources
 
     @model_validator(mode="after")
@@ -74,6 +70,7 @@ class PipelineConfig(Settings, Dimensional):
         # The enriched document nests each source under its name, next to the
         # key field and Fusion's own "fusion" object: a source named like
         # either would overwrite them.
+        check_registry(((s.name, s.format) for s in self.sources), self.registry)
         for source in self.sources:
             if source.name in (self.pipeline.key_field, RESERVED_FIELD):
                 raise ValueError(

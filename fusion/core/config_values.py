@@ -56,7 +56,9 @@ CounterEngine = Literal["jvm", "python"]
 
 # How a source's records are written: JSON documents, or Debezium's change events
 # (the envelope, with or without its converter's wrapper, or ExtractNewRecordState's rows).
-SourceFormat = Literal["json", "debezium"]
+SourceFormat = Literal["json", "debezium", "avro", "debezium-avro"]
+# Formats whose values are Avro in a schema registry's wire format (indexers/avro.py).
+AVRO_FORMATS = ("avro", "debezium-avro")
 
 
 RECORD_KEY = "record_key"  # a key location in the Kafka record key, not the value

@@ -1,4 +1,5 @@
-"""How to reach Kafka and Elasticsearch: the ``[kafka]`` and ``[elasticsearch]`` settings.
+"""How to reach Kafka, Elasticsearch and a schema registry: ``[kafka]``, ``[elasticsearch]``,
+``[registry]``.
 
 Each renders the options of the clients that use it (librdkafka, Spark's
 Kafka connector, elasticsearch-py), so no other module maps a setting to a
@@ -7,6 +8,7 @@ client option. Part of :class:`fusion.core.settings.Settings`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
@@ -130,3 +132,47 @@ def redact_url(url: str) -> str:
     user, colon, _ = userinfo.partition(":")
     shown = f"{user}:***" if colon else user
     return f"{scheme}{sep}{shown}@{host}{slash}{path}"
+
+
+class RegistrySettings(BaseModel):
+    """How to reach the schema registry Avro sources name their writer schemas in.
+
+    ``url`` is its Confluent-compatible API (Confluent's Schema Registry, or
+    Apicurio's ``/apis/ccompat/v7``, which ``fusion infra up --registry`` starts).
+    """
+
+    model_config = _STRICT
+
+    url: str | None = None
+    username: str | None = None
+    password: SecretStr | None = None
+    request_timeout: float = Field(default=10.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/") if value else value
+
+    def as_client_config(self) -> dict[str, Any]:
+        """The configuration of confluent-kafka's ``SchemaRegistryClient``."""
+        config: dict[str, Any] = {"url": self.url, "timeout": self.request_timeout}
+        if self.username:
+            password = self.password.get_secret_value() if self.password else ""
+            config["basic.auth.user.info"] = f"{self.username}:{password}"
+        return config
+
+
+def check_registry(formats: Iterable[tuple[str, str]], registry: RegistrySettings) -> None:
+    """An Avro source needs a registry: one line naming the source and the setting.
+
+    ``formats``: each source's name and format.
+    """
+    avro = [name for name, fmt in formats if fmt == "avro"]
+    if avro and registry.url is None:
+        raise ValueError(
+            f'source {avro[0]!r} has format = "avro", and no schema registry is set: set '
+            "[registry] url (or FUSION_REGISTRY_URL) to its Confluent-compatible API, e.g. "
+            "http://127.0.0.1:8081/apis/ccompat/v7, which `fusion infra up --registry` starts"
+        )

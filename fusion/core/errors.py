@@ -82,32 +82,31 @@ class ConfigError(FusionError):
 
 
 class ServiceUnavailableError(FusionError):
-    """Kafka or Elasticsearch did not answer at the configured address."""
+    """Kafka, Elasticsearch or the schema registry did not answer at the configured address."""
 
     exit_code = ExitCode.UNAVAILABLE
 
-    def __init__(self, service: str, address: str, detail: str) -> None:
+    def __init__(self, service: str, address: str, detail: str, start: str = "") -> None:
         self.service = service
         self.address = address
         super().__init__(
             f"{service} at {address} is unreachable ({detail}): start it with "
-            f"`fusion infra up` or point the config/env at a running {service}"
+            f"`fusion infra up{start}` or point the config/env at a running {service}"
         )
 
 
 class CredentialsError(FusionError):
-    """Kafka or Elasticsearch answered but refused the configured credentials."""
+    """Kafka, Elasticsearch or the schema registry refused the configured credentials."""
 
     exit_code = ExitCode.CREDENTIALS
 
     def __init__(self, service: str, address: str, detail: str) -> None:
         self.service = service
         self.address = address
-        settings = (
-            "[elasticsearch] api_key or username/password"
-            if service == "Elasticsearch"
-            else "[kafka] sasl_mechanism/sasl_username/sasl_password"
-        )
+        settings = {
+            "Elasticsearch": "[elasticsearch] api_key or username/password",
+            "schema registry": "[registry] username/password",
+        }.get(service, "[kafka] sasl_mechanism/sasl_username/sasl_password")
         super().__init__(
             f"{service} at {address} refused the credentials ({detail}): check {settings} "
             "(or their FUSION_* environment variables)"

@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from fusion.core import procfs
+from fusion.core.machine import procfs
 
 CRASH_ENV = "FUSION_CRASH_AT"
 HOLD_ENV = "FUSION_HOLD_AT"

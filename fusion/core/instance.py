@@ -15,8 +15,8 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from fusion.core import procfs
 from fusion.core.events import now_iso
+from fusion.core.machine import procfs
 
 Liveness = Literal["alive", "gone", "unknown"]
 

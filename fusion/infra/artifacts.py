@@ -60,9 +60,11 @@ class Coordinate:
     version: str
     type: str = "jar"
     excluded: tuple[str, ...] = ()  # group:artifact of transitive dependencies to leave out
+    classifier: str = ""  # e.g. "all": another file of the same version
 
     def __str__(self) -> str:
-        return f"{self.group}:{self.artifact}:{self.version}:{self.type}"
+        named = f"{self.group}:{self.artifact}:{self.version}:{self.type}"
+        return f"{named}:{self.classifier}" if self.classifier else named
 
     def pom_dependency(self, transitive: bool) -> str:
         left_out = self.excluded if transitive else ("*:*",)
@@ -71,9 +73,11 @@ class Coordinate:
             for group, _, artifact in (name.partition(":") for name in left_out)
         )
         exclusions = f"<exclusions>{exclusions}</exclusions>" if exclusions else ""
+        classifier = f"<classifier>{self.classifier}</classifier>" if self.classifier else ""
         return (
             f"<dependency><groupId>{self.group}</groupId><artifactId>{self.artifact}</artifactId>"
-            f"<version>{self.version}</version><type>{self.type}</type>{exclusions}</dependency>"
+            f"<version>{self.version}</version><type>{self.type}</type>{classifier}"
+            f"{exclusions}</dependency>"
         )
 
 
@@ -240,6 +244,32 @@ def maven_copy(coordinates: Iterable[Coordinate], output: Path, transitive: bool
             raise DownloadError(what, "Maven did not finish within 30 minutes") from None
     if result.returncode != 0:
         raise DownloadError(what, _maven_error(result.stdout + result.stderr))
+
+
+def maven_file(coordinate: Coordinate, output: Path) -> None:
+    """One artifact's file into ``output``, without reading its POM.
+
+    For an artifact whose parent POM the repository does not serve (Apicurio
+    Registry 3.0.9's): ``copy-dependencies`` needs the descriptor, ``copy`` does not.
+    """
+    mvn = require_maven()
+    artifact = f"{coordinate.group}:{coordinate.artifact}:{coordinate.version}:{coordinate.type}"
+    artifact += f":{coordinate.classifier}" if coordinate.classifier else ""
+    with tempfile.TemporaryDirectory(prefix="fusion-mvn-") as workdir:
+        (Path(workdir) / "pom.xml").write_text(
+            '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+            "<groupId>fusion</groupId><artifactId>fusion-file</artifactId><version>0</version>"
+            "<packaging>pom</packaging></project>"
+        )
+        pom = str(Path(workdir) / "pom.xml")
+        argv = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", pom, "dependency:copy",
+                f"-Dartifact={artifact}", f"-DoutputDirectory={output}"]  # fmt: skip
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+        except subprocess.TimeoutExpired:
+            raise DownloadError(str(coordinate), "Maven did not finish within 30 minutes") from None
+    if result.returncode != 0:
+        raise DownloadError(str(coordinate), _maven_error(result.stdout + result.stderr))
 
 
 def _maven_error(output: str) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusion.core import procfs
+from fusion.core.machine import procfs
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@
 3. check the ports are free (a service already running from an earlier ``up`` is kept);
 4. start both servers, each in its own process group, data under the state directory;
    with ``spark_workers``, also a Spark standalone master and that many workers
-   (:mod:`fusion.infra.spark`); with ``cdc_ports``, PostgreSQL and a Kafka Connect
+   (:mod:`fusion.infra.spark.standalone`); with ``cdc_ports``, PostgreSQL and a Kafka Connect
    worker with Debezium, once Kafka is healthy (:mod:`fusion.infra.cdc`);
 5. wait until Kafka answers metadata, Elasticsearch reports yellow/green health
    and the Spark master counts its workers, stopping what it started and
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,10 @@ from fusion.infra.cdc.servers import (
     wait_cdc,
 )
 from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch
-from fusion.infra.errors import InfraError, ServerStartError
+from fusion.infra.errors import InfraError
 from fusion.infra.java import elasticsearch_java_home, java_home
 from fusion.infra.kafka import KafkaPorts, LocalKafka
+from fusion.infra.registry import apicurio
 from fusion.infra.secure import SecureMaterial, write_env
 from fusion.infra.secure import ensure as ensure_material
 from fusion.infra.services import (
@@ -54,8 +55,16 @@ from fusion.infra.services import (
     companion_port,
     es_version_at,
     reuse,
+    wait_healthy,
 )
-from fusion.infra.spark import LocalSparkCluster, spark_status, start_cluster, wait_until_alive
+from fusion.infra.spark.standalone import (
+    LocalSparkCluster,
+    spark_status,
+    start_cluster,
+    wait_until_alive,
+)
+
+Started = LocalKafka | LocalElasticsearch | LocalSparkCluster | CdcService | apicurio.LocalRegistry
 
 
 def _ignore(_: str) -> None:
@@ -130,12 +139,14 @@ class LocalRuntime:
         spark_port: int = 7077,
         on_change: Callable[[str], None] = _ignore,
         cdc_ports: tuple[int, int] | None = None,
+        registry_port: int | None = None,
     ) -> Endpoints:
         """Start whatever is not running yet and wait until every server is healthy.
 
         ``on_step`` hears what it is doing; ``on_change`` what it changed on the
         machine outside Fusion's directories (see :meth:`LocalElasticsearch.start`).
-        ``cdc_ports`` (PostgreSQL's, Connect's) start the CDC servers too (:mod:`.cdc`).
+        ``cdc_ports`` (PostgreSQL's, Connect's) start the CDC servers too (:mod:`.cdc`);
+        ``registry_port`` a schema registry (:mod:`.registry`).
         """
         java_home()
         check_state(self.state_dir, self._read_state(), self.es_version, self.secure)
@@ -148,7 +159,7 @@ class LocalRuntime:
         state = self._read_state()
         state["secure"] = self.secure
         kafka, es = self.kafka(), self.elasticsearch()
-        started: list[LocalKafka | LocalElasticsearch | LocalSparkCluster | CdcService] = []
+        started: list[Started] = []
         try:
             if not reuse(kafka, state.get("kafka"), kafka_port, "--kafka-port"):
                 on_step(f"starting Kafka {KAFKA_VERSION} on 127.0.0.1:{kafka_port}")
@@ -172,7 +183,9 @@ class LocalRuntime:
             self._write_state(state)
             endpoints = self._endpoints(state)
             on_step("waiting for the servers to become healthy")
-            self._wait_healthy(kafka, es, endpoints, timeout)
+            checks = {"kafka": (partial(kafka.healthy, endpoints.kafka_bootstrap), kafka.process)}
+            checks["elasticsearch"] = (partial(es.healthy, endpoints.es_url), es.process)
+            wait_healthy(checks, timeout)
             if spark_workers:
                 wait_until_alive(cluster, state["spark"]["ui_port"], timeout)
             if cdc_ports:  # after Kafka is healthy: the Connect worker needs it to start
@@ -182,6 +195,10 @@ class LocalRuntime:
                 )
                 self._write_state(state)
                 wait_cdc(state, self.state_dir, self.cache.root, timeout)
+            if registry_port:
+                at_port = (state, registry_port, on_step, timeout)
+                started += apicurio.start_registry(self.cache.root, self.state_dir, *at_port)
+                self._write_state(state)
             if self.material is not None:
                 write_env(self.material, endpoints.kafka_bootstrap, endpoints.es_url)
         except BaseException:
@@ -193,10 +210,10 @@ class LocalRuntime:
     def down(self, purge: bool = False) -> None:
         """Stop every server (nothing of ours keeps running); with ``purge``, delete their data."""
         self.spark().stop()
-        for service in [*self.services(), *self.cdc_services()]:
+        for service in [*self.services(), *self.cdc_services(), *self.registries()]:
             service.process.stop()
         state = self._read_state()
-        stopped = [state.pop(name, None) for name in ("spark", "postgres", "connect")]
+        stopped = [state.pop(name, None) for name in ("spark", "postgres", "connect", "registry")]
         if any(stopped) and self.state_dir.is_dir():
             self._write_state(state)
         if purge:
@@ -221,10 +238,14 @@ class LocalRuntime:
             result.append(
                 ServiceStatus(service.name, pid is not None, healthy, address, version, pid)
             )
-        spark = state.get("spark")
-        if spark:
+        if spark := state.get("spark"):
             result.append(spark_status(self.spark(), spark))
-        return result + cdc_status(self.state_dir, self.cache.root, state)
+        result += cdc_status(self.state_dir, self.cache.root, state)
+        return result + [r.status(state["registry"]["port"]) for r in self.registries()]
+
+    def registries(self) -> list[apicurio.LocalRegistry]:
+        """The schema registry an earlier ``up --registry`` started (none without one)."""
+        return apicurio.recorded_registry(self.cache.root, self.state_dir, self._read_state())
 
     def cdc_ports(self) -> tuple[int, int]:
         return recorded_ports(self._read_state())
@@ -249,29 +270,6 @@ class LocalRuntime:
             services.append(self.elasticsearch())
         return services
 
-    def _wait_healthy(
-        self, kafka: LocalKafka, es: LocalElasticsearch, endpoints: Endpoints, timeout: float
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        pending: dict[str, Callable[[], bool]] = {
-            "kafka": lambda: kafka.healthy(endpoints.kafka_bootstrap),
-            "elasticsearch": lambda: es.healthy(endpoints.es_url),
-        }
-        processes = {"kafka": kafka.process, "elasticsearch": es.process}
-        while pending:
-            for name in list(pending):
-                if pending[name]():
-                    del pending[name]
-                elif not processes[name].is_running():
-                    raise ServerStartError(name, "its process exited", processes[name].log_tail())
-            if pending and time.monotonic() > deadline:
-                name = next(iter(pending))
-                raise ServerStartError(
-                    name, f"not healthy after {timeout:.0f} s", processes[name].log_tail()
-                )
-            if pending:
-                time.sleep(0.5)
-
     def _endpoints(self, state: dict[str, Any], with_es_version: bool = False) -> Endpoints:
         if "kafka" not in state or "elasticsearch" not in state:
             raise InfraError("the local runtime is not set up: run `fusion infra up` first")
@@ -287,6 +285,7 @@ class LocalRuntime:
             spark_master=f"spark://127.0.0.1:{spark['port']}" if spark else None,
             env_file=str(material.env_file) if material is not None else None,
             cdc=cdc_urls(state),
+            registry=apicurio.url_of(state),
         )
 
     def _read_state(self) -> dict[str, Any]:

@@ -7,14 +7,16 @@ conventional second port (9093 beside 9092) when it is free.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from fusion.core import procfs
-from fusion.core.ports import free_port, port_is_free
+from fusion.core.machine import procfs
+from fusion.core.machine.ports import free_port, port_is_free
 from fusion.infra.elasticsearch import get_json
-from fusion.infra.errors import InfraError, PortInUseError
+from fusion.infra.errors import InfraError, PortInUseError, ServerStartError
 from fusion.infra.process import ManagedProcess
 from fusion.infra.secure import SecureMaterial
 
@@ -33,6 +35,7 @@ class Endpoints:
     spark_master: str | None = None  # spark://127.0.0.1:<port> when workers were started
     env_file: str | None = None  # a secured runtime's settings for Fusion (`source` it)
     cdc: tuple[str | None, str | None] = (None, None)  # PostgreSQL's URL, Connect's (`--cdc`)
+    registry: str | None = None  # the schema registry's Confluent-compatible URL (`--registry`)
 
 
 @dataclass(frozen=True)
@@ -154,3 +157,23 @@ def check_state(state_dir: Path, state: dict[str, Any], es_version: str, secure:
             f"the local runtime under {state_dir} was set up {was}; run "
             f"`fusion infra down --purge` before starting it {now}"
         )
+
+
+def wait_healthy(
+    servers: Mapping[str, tuple[Callable[[], bool], ManagedProcess]], timeout: float
+) -> None:
+    """Until each server's check passes; one that exits, or is not healthy by ``timeout``
+    seconds, is an error with its log's tail."""
+    deadline = time.monotonic() + timeout
+    pending = dict(servers)
+    while pending:
+        for name, (healthy, process) in list(pending.items()):
+            if healthy():
+                del pending[name]
+            elif not process.is_running():
+                raise ServerStartError(name, "its process exited", process.log_tail())
+        if pending and time.monotonic() > deadline:
+            name, (_, process) = next(iter(pending.items()))
+            raise ServerStartError(name, f"not healthy after {timeout:.0f} s", process.log_tail())
+        if pending:
+            time.sleep(0.5)

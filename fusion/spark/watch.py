@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JError
 
-from fusion.core import procfs
 from fusion.core.errors import FusionError, SparkGoneError
+from fusion.core.machine import procfs
 from fusion.kafka.errors import (
     FencedError,
     KafkaAccessError,

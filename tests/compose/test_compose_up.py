@@ -34,7 +34,7 @@ import pytest
 
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
-from fusion.core.ports import free_port
+from fusion.core.machine.ports import free_port
 from fusion.core.settings import RuntimeSettings
 from fusion.infra.containers import engine as docker
 from fusion.infra.containers.compose import Project

@@ -30,15 +30,16 @@ import pytest
 from confluent_kafka.cimpl import NewTopic
 from elasticsearch import Elasticsearch
 
-from fusion.core.ports import free_port
+from fusion.core.machine.ports import free_port
 from fusion.core.settings import ElasticsearchSettings, RuntimeSettings, Settings
 from fusion.elastic import client as es_client
 from fusion.infra.cdc.postgres import LocalPostgres
 from fusion.infra.cdc.servers import start_cdc, wait_cdc
 from fusion.infra.errors import ServerStartError
+from fusion.infra.registry.apicurio import registry_url, start_registry
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.services import Endpoints
-from fusion.infra.spark import LocalSparkCluster, SparkPorts
+from fusion.infra.spark.standalone import LocalSparkCluster, SparkPorts
 from fusion.kafka import client as kafka_client
 from fusion.spark.session import spark_session
 
@@ -392,6 +393,21 @@ def _stop_cdc(services: list[Any], state_dir: Path) -> None:
     for service in services:
         service.process.stop()
     shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def registry(settings: Settings) -> Iterator[str]:
+    """A real schema registry (Apicurio, in memory) for the session: its Confluent API's URL."""
+    home = settings.runtime.home
+    state_dir = Path(tempfile.mkdtemp(prefix="test-registry-", dir=_ensure(home)))
+    port = free_port()
+    started = start_registry(home / "artifacts", state_dir, {}, port, lambda _: None, 180)
+    try:
+        yield registry_url(port)
+    finally:
+        for server in started:
+            server.process.stop()
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 @dataclass(frozen=True)

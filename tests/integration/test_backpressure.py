@@ -21,7 +21,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from fusion.bench.generator import GenOptions, build_dataset, produce
-from fusion.core.ports import free_port
+from fusion.core.machine.ports import free_port
 from fusion.core.settings import ElasticsearchSettings, Settings
 from fusion.elastic import client as es_client
 from fusion.elastic.bulk import Target, write_documents

@@ -24,7 +24,7 @@ from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ExitCode
 from fusion.core.events import ReadyEvent, now_iso, now_utc
-from fusion.core.ports import free_port
+from fusion.core.machine.ports import free_port
 from fusion.core.settings import Settings
 from fusion.kafka import topics as kafka_topics
 from fusion.observe.metrics import Metrics

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from elasticsearch import Elasticsearch
 
-from fusion.core.ports import free_port
+from fusion.core.machine.ports import free_port
 from fusion.core.settings import ElasticsearchSettings
 from fusion.elastic.bulk import Target, write_documents
 from fusion.elastic.errors import IndexingError

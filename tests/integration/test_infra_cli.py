@@ -11,7 +11,7 @@ import pytest
 
 from fusion.cli.main import main
 from fusion.core.errors import ExitCode
-from fusion.core.ports import free_port
+from fusion.core.machine.ports import free_port
 from fusion.core.settings import Settings
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION
 from fusion.infra.process import group_members

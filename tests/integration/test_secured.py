@@ -30,10 +30,10 @@ import pytest
 from elasticsearch import AuthenticationException, Elasticsearch
 
 from fusion.bench.generator import GenOptions, build_dataset, produce
-from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import CredentialsError, ExitCode
-from fusion.core.ports import free_port
+from fusion.core.machine import procfs
+from fusion.core.machine.ports import free_port
 from fusion.core.settings import RuntimeSettings, Settings
 from fusion.elastic import client as es_client
 from fusion.elastic import indexes as es_indexes

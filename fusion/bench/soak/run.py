@@ -41,10 +41,10 @@ from fusion.bench.soak.servers import Outputs, restart_elasticsearch, servers_rs
 from fusion.bench.sustain.options import SustainOptions
 from fusion.bench.sustain.run import run_sustain
 from fusion.bench.sustain.step import steady_dataset
-from fusion.core import procfs
 from fusion.core.config import PipelineConfig
 from fusion.core.events import now_iso
-from fusion.core.ports import free_port
+from fusion.core.machine import procfs
+from fusion.core.machine.ports import free_port
 from fusion.core.settings import Settings
 from fusion.kafka import lag
 from fusion.ops import teardown

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from fusion.bench.hops import TopicFollower
-from fusion.core import procfs
 from fusion.core.config import PipelineConfig
+from fusion.core.machine import procfs
 from fusion.infra.runtime import LocalRuntime
 
 

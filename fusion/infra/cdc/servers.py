@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fusion.core import procfs
+from fusion.core.machine import procfs
 from fusion.infra.cdc.connect import CONNECT_VERSION, DEBEZIUM_VERSION, LocalConnect, fetch_connect
 from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE, LocalPostgres
 from fusion.infra.errors import InfraError, ServerStartError

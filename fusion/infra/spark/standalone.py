@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fusion.core.ports import port_is_free
+from fusion.core.machine.ports import port_is_free
 from fusion.infra.elasticsearch import get_json
 from fusion.infra.errors import InfraError, PortInUseError, ServerStartError
 from fusion.infra.java import java_home

@@ -6,7 +6,7 @@ import pytest
 
 from fusion.core.connections import ElasticsearchSettings, redact_url
 from fusion.core.errors import ServiceUnavailableError
-from fusion.core.ports import free_port
+from fusion.core.machine.ports import free_port
 from fusion.elastic import client as es_client
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fusion.core.ports import EPHEMERAL_RANGE, free_port, port_is_free
+from fusion.core.machine.ports import EPHEMERAL_RANGE, free_port, port_is_free
 
 
 def test_free_port_is_free() -> None:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from fusion.core import procfs
+from fusion.core.machine import procfs
 
 
 def test_a_driver_started_by_a_big_process_reports_its_own_peak() -> None:
@@ -20,7 +20,7 @@ def test_a_driver_started_by_a_big_process_reports_its_own_peak() -> None:
         [
             sys.executable,
             "-c",
-            "from fusion.core import procfs; print(procfs.peak_mb('self'))",
+            "from fusion.core.machine import procfs; print(procfs.peak_mb('self'))",
         ],
         capture_output=True,
         text=True,

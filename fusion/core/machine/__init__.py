@@ -1,0 +1,1 @@
+"""The machine Fusion runs on: its processes (from /proc) and its free ports."""

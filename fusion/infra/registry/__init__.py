@@ -1,0 +1,1 @@
+"""A schema registry beside Kafka, for Avro sources: Apicurio Registry (:mod:`.apicurio`)."""

@@ -1,0 +1,1 @@
+"""A Spark standalone cluster from the pyspark install, for `fusion infra up --spark-workers`."""
