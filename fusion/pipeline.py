@@ -40,6 +40,7 @@ from fusion.spark import logs as spark_logs
 from fusion.spark.listener import ProgressListener
 from fusion.spark.session import spark_session
 from fusion.spark.watch import ctrl_c_stops_at_next_poll, driver_memory, run_until
+from indexers.avro_fields import with_registered_fields
 from indexers.query import start_indexer
 
 if TYPE_CHECKING:
@@ -123,7 +124,10 @@ def prepare(config: PipelineConfig) -> None:
     kafka_client.check(config.kafka)
     es_client.check(config.elasticsearch)
     kafka_topics.ensure_topics(config)
-    es_indexes.ensure_indexes(es_client.connect(config.elasticsearch), config)
+    # An Avro source without declared fields: the types its producer registered (before any
+    # record, so the source index and the enriched index agree).
+    typed = with_registered_fields(config)
+    es_indexes.ensure_indexes(es_client.connect(config.elasticsearch), typed)
 
 
 def start(

@@ -23,6 +23,7 @@ import datetime as dt
 import io
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from decimal import Decimal
@@ -70,7 +71,16 @@ class Schemas:
             self._parsed[key] = _parse(schema_id, self._fetch(schema_id))
         return self._parsed[key]
 
+    def latest(self, subject: str) -> dict[str, Any]:
+        """The registry's answer for ``subject``'s latest version (:class:`NotAvro`: none)."""
+        path = f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/latest"
+        return self._answer(path, f"subject {subject!r} is not in the registry at {self.url}")
+
     def _fetch(self, schema_id: int) -> dict[str, Any]:
+        missing = f"schema id {schema_id} is not in the registry at {self.url}"
+        return self._answer(f"/schemas/ids/{schema_id}", missing)
+
+    def _answer(self, path: str, missing: str) -> dict[str, Any]:
         try:
             for attempt in Retrying(
                 stop=stop_after_delay(self.budget_seconds),
@@ -78,7 +88,7 @@ class Schemas:
                 retry=retry_if_exception_type(_Unanswered),
             ):
                 with attempt:
-                    return self._call(f"/schemas/ids/{schema_id}")
+                    return self._call(path, missing)
         except RetryError as exc:
             detail = str(exc.last_attempt.exception())
             raise ServiceUnavailableError(
@@ -86,7 +96,7 @@ class Schemas:
             ) from None
         raise AssertionError("unreachable: Retrying returns or raises")
 
-    def _call(self, path: str) -> dict[str, Any]:
+    def _call(self, path: str, missing: str) -> dict[str, Any]:
         request = urllib.request.Request(self.url + path, headers=self._headers())
         try:
             with urllib.request.urlopen(request, timeout=self.registry.request_timeout) as got:
@@ -94,9 +104,7 @@ class Schemas:
                 return answer
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
-                raise NotAvro(
-                    f"schema id {path.rsplit('/', 1)[-1]} is not in the registry at {self.url}"
-                ) from None
+                raise NotAvro(missing) from None
             if exc.code >= 500 or exc.code in (408, 429):
                 raise _Unanswered(f"{exc.code} {exc.reason}") from None
             detail = f"{exc.code} {exc.reason}"

@@ -20,6 +20,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from fusion.bench.generator import produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
+from fusion.elastic import client as es_client
 from fusion.kafka import topics as kafka_topics
 from fusion.observe import names
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
@@ -88,5 +89,58 @@ def test_avro_records_of_two_schema_versions_join_json_ones(
         assert "not in the schema registry's wire format" in reasons[0]
         assert f"schema id 987654 is not in the registry at {registry}" in reasons[1]
         assert metrics.get(names.source_count("orders", names.DLQ)) == 2
+        # Both indexes were created with the registered schema's types, before any record.
+        es = es_client.connect(config.elasticsearch)
+        source = es.indices.get_mapping(index=config.index_of(config.sources[0]))
+        enriched = es.indices.get_mapping(index=config.enriched_index)
+        fields = next(iter(source.body.values()))["mappings"]["properties"]
+        nested = next(iter(enriched.body.values()))["mappings"]["properties"]["orders"]
+        assert fields["placed"]["type"] == "date" and fields["currency"]["type"] == "keyword"
+        assert nested["properties"]["placed"]["type"] == "date"
+    finally:
+        drop(config)
+
+
+ORDER_V3 = """{"type": "record", "name": "Order", "fields": [
+  {"name": "entity_id", "type": "string"}, {"name": "amount", "type": "double"},
+  {"name": "currency", "type": "string", "default": "EUR"}]}"""
+
+
+def test_a_schema_evolved_mid_run_grows_both_mappings_without_refusals(
+    spark: Any, settings: Settings, tmp_path: Path, registry: str
+) -> None:
+    """A field added with a default, then one removed, between two runs of the pipeline: the
+    indexes were created from the first schema; the new field reaches both mappings."""
+    config = _with_registry(make_config(settings, tmp_path, ["orders", "payments"]), registry)
+    orders, payments = (config.topic_of(s) for s in config.sources)
+    context = SerializationContext(orders, MessageField.VALUE)
+    client = SchemaRegistryClient({"url": registry})
+    placed = 1_795_773_600_000
+    kafka_topics.ensure_topics(config)
+    try:
+        v1 = AvroSerializer(client, ORDER)
+        produce(config, [
+            (orders, "a", v1({"entity_id": "a", "amount": 1.0, "placed": placed}, context)),
+            *[(payments, k, f'{{"entity_id": "{k}"}}'.encode()) for k in "abc"],
+        ])  # fmt: skip
+        run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= 1)
+        v2, v3 = AvroSerializer(client, ORDER_V2), AvroSerializer(client, ORDER_V3)
+        produce(config, [
+            (orders, "b", v2({"entity_id": "b", "amount": 2.0, "placed": placed,
+                              "currency": "USD"}, context)),
+            (orders, "c", v3({"entity_id": "c", "amount": 3.0, "currency": "NOK"}, context)),
+        ])  # fmt: skip
+        metrics = run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= 2)
+
+        docs = enriched_docs(settings, config)
+        assert set(docs) == {"a", "b", "c"}
+        assert "currency" not in docs["a"]["orders"] and docs["b"]["orders"]["currency"] == "USD"
+        assert "placed" not in docs["c"]["orders"] and docs["c"]["orders"]["currency"] == "NOK"
+        assert metrics.get("enricher.dlq") == 0 and read_topic(settings, config.dlq_topic) == []
+        enriched = es_client.connect(config.elasticsearch).indices.get_mapping(
+            index=config.enriched_index
+        )
+        grown = next(iter(enriched.body.values()))["mappings"]["properties"]["orders"]
+        assert "currency" in grown["properties"] and "placed" in grown["properties"]
     finally:
         drop(config)

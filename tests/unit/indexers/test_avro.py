@@ -207,3 +207,49 @@ def test_a_compacted_topics_tombstone_of_change_events_in_avro_is_dropped_as_in_
 
     raw = RawRecord(None, "shipments", 0, 6)
     assert isinstance(parse(raw, "shipments", "id", 1 << 20, "debezium-avro"), Tombstone)
+
+
+def test_a_registered_record_schema_gives_the_elasticsearch_types_of_its_fields() -> None:
+    from indexers.avro_fields import fields_of
+
+    nested = {"type": "record", "name": "Address", "fields": [{"name": "city", "type": "string"}]}
+    schema = {**ORDER, "fields": [*ORDER["fields"],
+              {"name": "address", "type": ["null", nested]},
+              {"name": "tags", "type": {"type": "array", "items": "string"}},
+              {"name": "either", "type": ["int", "string"]}]}  # fmt: skip
+
+    assert fields_of(schema) == {
+        "order_id": "keyword", "amount": "keyword", "placed": "date", "due": "date",
+        "ref": "keyword", "blob": "keyword", "note": "keyword", "address": "object",
+        "address.city": "keyword", "tags": "keyword",
+    }  # fmt: skip
+    assert fields_of({"type": "array", "items": "int"}) == {}
+
+
+def test_an_avro_source_without_fields_takes_its_registered_ones_at_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from indexers import avro_fields
+
+    config = PipelineConfig.model_validate({
+        "pipeline": {"name": "p", "key_field": "order_id"},
+        "registry": {"url": "http://registry.test/apis/ccompat/v7"},
+        "sources": [{"name": "orders", "format": "avro"},
+                    {"name": "refunds", "format": "avro"},
+                    {"name": "payments", "fields": {"amount": "double"}}],
+    })  # fmt: skip
+    asked: list[str] = []
+
+    def latest(self: Schemas, subject: str) -> dict[str, Any]:
+        asked.append(subject)
+        if subject == f"{config.topic_of(config.sources[1])}-value":
+            raise NotAvro(f"subject {subject!r} is not in the registry")
+        return {"schema": json.dumps(ORDER)}
+
+    monkeypatch.setattr(Schemas, "latest", latest)
+    typed = avro_fields.with_registered_fields(config)
+
+    orders, refunds, payments = typed.sources
+    assert asked == [f"{config.topic_of(s)}-value" for s in config.sources[:2]]
+    assert orders.fields["placed"] == "date" and orders.fields["order_id"] == "keyword"
+    assert refunds.fields == {} and payments.fields == {"amount": "double"}
