@@ -73,7 +73,7 @@ def _is_date(value: Any) -> bool:
     """As Elasticsearch's default date format reads it: ISO-8601, or epoch milliseconds."""
     if isinstance(value, int) and not isinstance(value, bool):
         return True
-    if not isinstance(value, str):
+    if not isinstance(value, str) or " " in value:  # Elasticsearch's wants a "T" there
         return False
     try:
         datetime.fromisoformat(value)

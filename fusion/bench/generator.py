@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from fusion.bench.avro_records import avro_encoder
 from fusion.core.config import PipelineConfig
 from fusion.core.config_tables import SourceConfig
 from fusion.core.events import dumps, iso_utc
@@ -120,6 +121,8 @@ def build_dataset(config: PipelineConfig, options: GenOptions) -> Dataset:
     data = Dataset()
     width = max(7, len(str(options.keys)))
     fields = {source.name: _fields_of(source) for source in config.sources}
+    # Avro sources: each record in the registry's wire format, its schema registered once.
+    avro = {s.name: avro_encoder(config, s) for s in config.sources if s.format == "avro"}
     for number in range(1, options.keys + 1):
         key = f"{options.key_prefix}-{number:0{width}d}"
         skipped = None
@@ -133,7 +136,11 @@ def build_dataset(config: PipelineConfig, options: GenOptions) -> Dataset:
             if options.pad_bytes:
                 pad = rng.randbytes(options.pad_bytes // 2 + 1).hex()
                 record["notes"] = pad[: options.pad_bytes]
-            value = dumps(change_event(record, source.name) if source.format != "json" else record)
+            if source.name in avro:
+                value = avro[source.name](record)
+            else:
+                event = change_event(record, source.name) if source.format != "json" else record
+                value = dumps(event)
             data.records.append((config.topic_of(source), key, value))
             if rng.random() < options.duplicate_rate:
                 data.records.append((config.topic_of(source), key, value))

@@ -88,6 +88,7 @@ def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
         out.print(f"Kafka Connect        {connect_url} (Debezium's PostgreSQL connector)")
     if endpoints.registry:
         out.print(f"Schema registry      {endpoints.registry} (Apicurio, Confluent's API)")
+        exports += f" FUSION_REGISTRY_URL={endpoints.registry}"
     out.print(f"export {exports}")
     return 0
 

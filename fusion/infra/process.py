@@ -85,6 +85,13 @@ class ManagedProcess:
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
 
+    def ended(self) -> str:
+        """How the server this process started, and has not waited for, ended (a zombie's
+        ``exit code N`` or ``killed by signal N (NAME)``); "" when that cannot be told."""
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            return procfs.exit_status(int(self.pid_file.read_text().strip())) or ""
+        return ""
+
     def log_tail(self, lines: int = 15) -> str:
         try:
             text = self.log_file.read_text(errors="replace")

@@ -171,7 +171,9 @@ def wait_healthy(
             if healthy():
                 del pending[name]
             elif not process.is_running():
-                raise ServerStartError(name, "its process exited", process.log_tail())
+                ended = process.ended()
+                reason = f"its process exited{f' ({ended})' if ended else ''}"
+                raise ServerStartError(name, reason, process.log_tail())
         if pending and time.monotonic() > deadline:
             name, (_, process) = next(iter(pending.items()))
             raise ServerStartError(name, f"not healthy after {timeout:.0f} s", process.log_tail())

@@ -1,9 +1,10 @@
-"""`fusion bench --formats`: what reading Debezium's envelope costs, against plain JSON rows.
+"""`fusion bench --formats`: what reading Debezium's envelope, or Avro, costs against JSON rows.
 
-The same generated rows, once as plain JSON records and once as the change
+The same generated rows, once as plain JSON records, once as the change
 events Debezium's PostgreSQL connector writes for their inserts (the envelope
-with its ``source`` block, about three times the bytes of the row), through
-the same batched pipeline, side by side in one run:
+with its ``source`` block, about three times the bytes of the row) and, when
+a schema registry is set (``[registry] url``), once as Avro records in its
+wire format, through the same batched pipeline, side by side in one run:
 
 1. **burst**: per run the floor (the rows bulk-indexed from Python, no Kafka, no
    Spark), then each format's burst into a fresh pipeline, alternating which
@@ -37,6 +38,11 @@ from fusion.core.settings import Settings
 FORMATS: tuple[SourceFormat, ...] = ("json", "debezium")
 
 
+def formats_of(settings: Settings) -> tuple[SourceFormat, ...]:
+    """The formats measured: Avro too when a schema registry is set."""
+    return (*FORMATS, "avro") if settings.registry.url else FORMATS
+
+
 @dataclass(frozen=True)
 class FormatOptions:
     keys: int = 20_000
@@ -56,11 +62,12 @@ def run_formats(
     floor_data = build_dataset(rows, gen)  # the floor indexes rows, whatever the format
     on_step("warming Elasticsearch up (an untimed floor run)")
     run_floor(settings, floor_data, rows)
-    bursts: dict[str, list[dict[str, Any]]] = {fmt: [] for fmt in FORMATS}
+    measured = formats_of(settings)
+    bursts: dict[str, list[dict[str, Any]]] = {fmt: [] for fmt in measured}
     for run in range(options.runs):
         on_step(f"run {run + 1}/{options.runs}: floor (bulk from Python)")
         floor = run_floor(settings, floor_data, rows)
-        order = FORMATS if run % 2 == 0 else FORMATS[::-1]
+        order = measured if run % 2 == 0 else measured[::-1]
         for fmt in order:
             on_step(f"run {run + 1}/{options.runs}: a burst of {options.keys:,} keys as {fmt}")
             bench = BenchOptions(options.keys, options.sources, ("batched",), format=fmt)
@@ -74,18 +81,19 @@ def run_formats(
             )
     # The sustained searches too: one per format and run, in the other order each run (the
     # first search of a run met the merges of the bursts before it), each beside a floor.
-    sustained: dict[str, list[dict[str, Any]]] = {fmt: [] for fmt in FORMATS}
-    reports: dict[str, list[dict[str, Any]]] = {fmt: [] for fmt in FORMATS}
+    sustained: dict[str, list[dict[str, Any]]] = {fmt: [] for fmt in measured}
+    reports: dict[str, list[dict[str, Any]]] = {fmt: [] for fmt in measured}
     for run in range(options.runs):
         on_step(f"sustained run {run + 1}/{options.runs}: floor (bulk from Python)")
         floor_rate = options.keys / run_floor(settings, floor_data, rows)
-        for fmt in FORMATS[::-1] if run % 2 == 0 else FORMATS:
+        for fmt in measured[::-1] if run % 2 == 0 else measured:
             on_step(f"sustained run {run + 1}/{options.runs}: rate search, {fmt}")
             report = run_sustain(settings, replace(options.sustain, format=fmt), on_step)
             reports[fmt].append(report)
             sustained[fmt].append(_sustained(report, floor_rate))
     return {
         "kind": "formats",
+        "formats": list(measured),
         "keys": options.keys,
         "sources": options.sources,
         "runs": options.runs,
@@ -135,8 +143,9 @@ def _median_sustained(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def markdown(report: dict[str, Any]) -> str:
     burst, sustained = report["burst"], report["sustained"]
+    measured = report.get("formats") or list(FORMATS)  # a report from before Avro: both
     lines = [
-        f"Debezium change events against plain JSON rows, N = {report['sources']}, "
+        f"{' and '.join(measured[1:])} against plain JSON rows, N = {report['sources']}, "
         f"{report['machine']['cores']} cores; commit {report['commit']}, {report['date']}",
         "",
         f"Burst of {report['keys']:,} keys, median of {report['runs']} runs, each beside the "
@@ -145,7 +154,7 @@ def markdown(report: dict[str, Any]) -> str:
         "| format | wall (s) | keys/s | floor keys/s | fraction of floor (each run) | p99 (s) |",
         "|---|---:|---:|---:|---|---:|",
     ]
-    for fmt in FORMATS:
+    for fmt in measured:
         b = burst[fmt]
         each = ", ".join(f"{f:.2f}" for f in b["fractions"])
         lines.append(
@@ -162,7 +171,7 @@ def markdown(report: dict[str, Any]) -> str:
         "| kept up with keys/s (fraction) | each run's kept-up fraction |",
         "|---|---:|---:|---:|---|",
     ]
-    for fmt in FORMATS:
+    for fmt in measured:
         s = sustained[fmt]
         each = ", ".join(_num(r["kept_up_fraction"]) for r in s["runs"])
         lines.append(
@@ -170,26 +179,28 @@ def markdown(report: dict[str, Any]) -> str:
             f"({_num(s['sustained_fraction'])}) | {_num(s['sustained_p99'])} | "
             f"{_num(s['kept_up_keys_per_second'], 0)} ({_num(s['kept_up_fraction'])}) | {each} |"
         )
-    lines += ["", *_costs(burst, sustained)]
+    lines += ["", *_costs(burst, sustained, measured[1:])]
     return "\n".join(lines) + "\n"
 
 
-def _costs(burst: dict[str, Any], sustained: dict[str, Any]) -> list[str]:
-    """What reading the envelope costs: 1 - Debezium's rate / JSON's, for each rate."""
+def _costs(burst: dict[str, Any], sustained: dict[str, Any], others: list[str]) -> list[str]:
+    """What reading each format costs: 1 - its rate / JSON's, for each rate."""
 
-    def cost(json_rate: float | None, debezium_rate: float | None) -> str:
-        if not json_rate or debezium_rate is None:
+    def cost(json_rate: float | None, rate: float | None) -> str:
+        if not json_rate or rate is None:
             return "-"
-        return f"{(1 - debezium_rate / json_rate) * 100:.1f} %"
+        return f"{(1 - rate / json_rate) * 100:.1f} %"
 
     rates = (
         ("the burst", "keys_per_second", burst),
         ("the sustained rate within the p99 objective", "sustained_keys_per_second", sustained),
         ("the highest rate kept up with", "kept_up_keys_per_second", sustained),
     )
+    what = {"debezium": "the envelope", "avro": "Avro"}
     return [
-        f"Reading the envelope costs {cost(of['json'][name], of['debezium'][name])} of {what}."
-        for what, name, of in rates
+        f"Reading {what.get(fmt, fmt)} costs {cost(of['json'][name], of[fmt][name])} of {it}."
+        for fmt in others
+        for it, name, of in rates
     ]
 
 

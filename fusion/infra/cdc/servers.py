@@ -8,14 +8,12 @@ that does not start is one line naming it and its log's tail
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fusion.core.machine import procfs
 from fusion.infra.cdc.connect import CONNECT_VERSION, DEBEZIUM_VERSION, LocalConnect, fetch_connect
 from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE, LocalPostgres
 from fusion.infra.errors import InfraError, ServerStartError
@@ -97,20 +95,13 @@ def _wait(
     while not ready():
         log = f"(its log: {service.process.log_file})"
         if not service.process.is_running():
-            ended = _how_it_ended(service.process.pid_file)
+            ended = service.process.ended()
             reason = f"it exited{f' ({ended})' if ended else ''} {log}"
             raise ServerStartError(service.name, reason, service.process.log_tail())
         if time.monotonic() > deadline:
             reason = f"not {what} after {timeout:.0f} s {log}"
             raise ServerStartError(service.name, reason, service.process.log_tail())
         time.sleep(0.5)
-
-
-def _how_it_ended(pid_file: Path) -> str:
-    """How a server this process started and has not waited for ended (while a zombie)."""
-    with contextlib.suppress(FileNotFoundError, ValueError):
-        return procfs.exit_status(int(pid_file.read_text().strip())) or ""
-    return ""
 
 
 def cdc_status(state_dir: Path, artifacts: Path, state: dict[str, Any]) -> list[ServiceStatus]:

@@ -36,6 +36,7 @@ def test_a_record_of_its_declared_types_passes() -> None:
         ({"amount": float("inf")}, "field 'amount' declared double, found inf, not a finite"),
         ({"paid": "yes"}, "field 'paid' declared boolean, found string \"yes\""),
         ({"at": "yesterday"}, "field 'at' declared date, found string \"yesterday\""),
+        ({"at": "2026-11-27 10:00:00"}, "field 'at' declared date, found string"),
         ({"name": 7}, "field 'name' declared keyword, found integer 7"),
         ({"meta": [1]}, "field 'meta' declared object, found array [1]"),
         ({"customer": {"id": 9}}, "field 'customer.id' declared keyword, found integer 9"),

@@ -49,3 +49,29 @@ def test_the_report_says_what_the_envelope_costs_of_each_rate() -> None:
     assert "costs 20.0 % of the sustained rate within the p99 objective" in text
     assert "costs 10.0 % of the highest rate kept up with" in text
     assert "| json | 500 (0.40) | 2.50 | 1,000 (0.80) | 0.80 |" in text
+
+
+def test_with_a_registry_avro_is_measured_and_costed_beside_json() -> None:
+    from fusion.bench.runs.formats import formats_of
+    from fusion.core.settings import Settings
+
+    assert formats_of(Settings()) == ("json", "debezium")
+    registry = Settings.load(env={"FUSION_REGISTRY_URL": "http://r:8081/apis/ccompat/v7"})
+    assert formats_of(registry) == ("json", "debezium", "avro")
+    sustained = {
+        fmt: _median_sustained([_sustained(_search(rate, 1_000), 1_250)])
+        for fmt, rate in (("json", 500), ("debezium", 400), ("avro", 450))
+    }
+    report = {
+        "sources": 4, "machine": {"cores": 2}, "commit": "abc", "date": "d", "keys": 20_000,
+        "runs": 1, "formats": ["json", "debezium", "avro"],
+        "burst": {"json": _burst(640), "debezium": _burst(600), "avro": _burst(576)},
+        "sustained": sustained,
+    }  # fmt: skip
+
+    text = markdown(report)
+
+    assert text.startswith("debezium and avro against plain JSON rows")
+    assert "Reading Avro costs 10.0 % of the burst." in text
+    assert "Reading Avro costs 10.0 % of the sustained rate within the p99 objective" in text
+    assert "| avro | 450 (0.36) |" in text
