@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pytest
 from confluent_kafka.cimpl import NewTopic
@@ -42,6 +42,8 @@ from fusion.infra.services import Endpoints
 from fusion.infra.spark.standalone import LocalSparkCluster, SparkPorts
 from fusion.kafka import client as kafka_client
 from fusion.spark.session import spark_session
+
+T = TypeVar("T")
 
 log = logging.getLogger("fusion.tests")
 
@@ -359,66 +361,66 @@ class Cdc:
         return self.postgres.sql(self.pg_port, statement)
 
 
-@pytest.fixture(scope="session")
-def cdc(settings: Settings) -> Iterator[Cdc]:
-    """Real change-data-capture beside the session's Kafka (whichever way that runs)."""
-    home = settings.runtime.home
+@contextlib.contextmanager
+def _started_once_more(home: Path, what: str, start: Callable[[Path, list[Any]], T]) -> Iterator[T]:
+    """Start a session's servers in a state directory of their own, and once more if they die
+    at start: the Connect worker once exited silently at start in CI (an empty log), the
+    schema registry once 5 s in (its log cut short); said, with how they ended.
+
+    ``start`` appends what it started to its list (stopped at the end, or on a failure).
+    """
     for attempt in (1, 2):
-        state_dir = Path(tempfile.mkdtemp(prefix="test-cdc-", dir=_ensure(home)))
-        state: dict[str, Any] = {}
-        ports = (free_port(), free_port())
-        services = []
+        state_dir = Path(tempfile.mkdtemp(prefix=f"test-{what}-", dir=_ensure(home)))
+        services: list[Any] = []
         try:
-            services = start_cdc(
-                state_dir, home / "artifacts", state, settings.kafka.bootstrap, ports
-            )
-            wait_cdc(state, state_dir, home / "artifacts", timeout=180)
+            value = start(state_dir, services)
         except ServerStartError as exc:
-            # Once in a CI run the Connect worker exited silently at start (an empty
-            # log); its exit status is in the message now: said, and started once more.
-            _stop_cdc(services, state_dir)
+            _stop(services, state_dir)
             if attempt == 2:
                 raise
-            warnings.warn(f"the CDC servers did not start, again: {exc}", stacklevel=2)
+            warnings.warn(f"the {what} servers did not start, again: {exc}", stacklevel=3)
             continue
         try:
-            postgres = next(s for s in services if isinstance(s, LocalPostgres))
-            yield Cdc(postgres, *ports)
+            yield value
         finally:
-            _stop_cdc(services, state_dir)
+            _stop(services, state_dir)
         return
 
 
-def _stop_cdc(services: list[Any], state_dir: Path) -> None:
+def _stop(services: list[Any], state_dir: Path) -> None:
     for service in services:
         service.process.stop()
     shutil.rmtree(state_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
+def cdc(settings: Settings) -> Iterator[Cdc]:
+    """Real change-data-capture beside the session's Kafka (whichever way that runs)."""
+    home = settings.runtime.home
+
+    def start(state_dir: Path, services: list[Any]) -> Cdc:
+        state: dict[str, Any] = {}
+        ports = (free_port(), free_port())
+        services += start_cdc(state_dir, home / "artifacts", state, settings.kafka.bootstrap, ports)
+        wait_cdc(state, state_dir, home / "artifacts", timeout=180)
+        return Cdc(next(s for s in services if isinstance(s, LocalPostgres)), *ports)
+
+    with _started_once_more(home, "cdc", start) as cdc:
+        yield cdc
+
+
+@pytest.fixture(scope="session")
 def registry(settings: Settings) -> Iterator[str]:
     """A real schema registry (Apicurio, in memory) for the session: its Confluent API's URL."""
     home = settings.runtime.home
-    for attempt in (1, 2):
-        state_dir = Path(tempfile.mkdtemp(prefix="test-registry-", dir=_ensure(home)))
+
+    def start(state_dir: Path, services: list[Any]) -> str:
         port = free_port()
-        try:
-            started = start_registry(home / "artifacts", state_dir, {}, port, lambda _: None, 180)
-        except ServerStartError as exc:
-            # Once in CI it was gone 5 s into its start, its log cut short (as the Connect
-            # worker once was, above): said, with how it ended, and started once more.
-            shutil.rmtree(state_dir, ignore_errors=True)
-            if attempt == 2:
-                raise
-            warnings.warn(f"the schema registry did not start, again: {exc}", stacklevel=2)
-            continue
-        try:
-            yield registry_url(port)
-        finally:
-            for server in started:
-                server.process.stop()
-            shutil.rmtree(state_dir, ignore_errors=True)
-        return
+        services += start_registry(home / "artifacts", state_dir, {}, port, lambda _: None, 180)
+        return registry_url(port)
+
+    with _started_once_more(home, "registry", start) as url:
+        yield url
 
 
 @dataclass(frozen=True)
