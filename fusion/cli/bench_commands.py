@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -258,4 +258,24 @@ def _sustain_options(args: argparse.Namespace) -> SustainOptions:
         at_rates=at_rates,
         at_floor=at_floor,
         warmup_seconds=args.warmup_seconds,
+        pipeline=_pipeline_set(args.set or ()),
     )
+
+
+def _pipeline_set(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``--set OPTION=VALUE`` pairs, each checked against the [pipeline] table's own rules."""
+    from pydantic import ValidationError
+
+    from fusion.core.config_tables import PipelineSection
+
+    parts = [pair.partition("=") for pair in pairs]
+    if any(not name or not sep for name, sep, _ in parts):
+        raise ConfigError("--set", "", "write each option as OPTION=VALUE, e.g. layout=stages")
+    found = {name: value for name, _, value in parts}
+    try:
+        PipelineSection.model_validate({"name": "bench", "key_field": "txn_id", **found})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError("--set", where, str(first["msg"]).removeprefix("Value error, ")) from None
+    return tuple(found.items())

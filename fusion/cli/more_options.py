@@ -229,11 +229,17 @@ def add_bench(commands: Commands) -> None:
         default=120.0,
         help="a first step, not reported, while the JVM compiles Spark's hot code (120)",
     )
+    sustain.add_argument(
+        "--set",
+        action="append",
+        metavar="OPTION=VALUE",
+        help="a [pipeline] option for the benchmark's pipeline, e.g. layout=stages (repeatable)",
+    )
     bench.add_argument(
         "--formats",
         action="store_true",
-        help="instead: Debezium change events against plain JSON rows, burst (--keys, --runs) "
-        "and sustained (the --sustain options), side by side",
+        help="instead: Debezium change events (and Avro, with a registry) against plain JSON "
+        "rows, burst (--keys, --runs) and sustained (the --sustain options), side by side",
     )
     bench.add_argument(
         "--fanout",

@@ -79,6 +79,7 @@ class BenchOptions:
     # production does. 0: a burst into a fresh process.
     warm: int = 0
     format: SourceFormat = "json"  # "debezium": each record a change event of its row
+    pipeline: tuple[tuple[str, str], ...] = ()  # [pipeline] options from the command line (--set)
 
 
 @dataclass
@@ -112,6 +113,7 @@ def bench_config(settings: Settings, mode: Mode, options: BenchOptions, tag: str
     name = f"bench-{mode}-{tag}"
     data = settings.model_dump(mode="python")
     data["pipeline"] = {"name": name, "key_field": "txn_id", **_PIPELINE[mode]}
+    data["pipeline"].update(options.pipeline)
     if options.max_offsets:
         data["pipeline"]["max_offsets_per_trigger"] = options.max_offsets
     data["sources"] = [{"name": n, "topic": f"{name}.{n}", "format": options.format} for n in names]

@@ -26,3 +26,6 @@ class SustainOptions:
     floor_keys: int = FLOOR_KEYS  # keys per floor measurement
     warmup_seconds: float = 120.0  # the JVM compiles Spark's hot code for minutes
     format: SourceFormat = "json"  # "debezium": each record a change event of its row
+    # [pipeline] options the benchmark's pipeline takes from the command line (--set), e.g. a
+    # lever measured before it becomes a default: (("layout", "stages"),).
+    pipeline: tuple[tuple[str, str], ...] = ()

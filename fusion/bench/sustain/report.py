@@ -23,6 +23,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"{machine_['kafka']}, Elasticsearch {machine_['elasticsearch']}, "
         f"Python {machine_['python']}",
         "",
+        *_set_lines(report.get("pipeline_set") or {}),
     ]
     floor = report.get("floor")
     if floor is not None:
@@ -216,3 +217,10 @@ def write_report(
     """``<stamp>-sustain-n<N>[-run<run>].{json,md,png}`` (runs of one command share a stamp)."""
     name = f"sustain-n{report['sources']}" + ("" if run is None else f"-run{run}")
     return write_files(out_dir, name, report, markdown(report), chart)
+
+
+def _set_lines(options: dict[str, str]) -> list[str]:
+    """The [pipeline] options this run set from the command line (a lever measured), if any."""
+    if not options:
+        return []
+    return ["Set for this run: " + ", ".join(f"`{k} = {v}`" for k, v in options.items()), ""]

@@ -56,7 +56,7 @@ def run_sustain(
     """Search the highest sustained rate; measure fractions of it and fixed rates; the report,
     every rate in it also as a fraction of the floor measured before and after."""
     tag = uuid.uuid4().hex[:6]
-    bench = BenchOptions(1, options.sources, format=options.format)
+    bench = BenchOptions(1, options.sources, format=options.format, pipeline=options.pipeline)
     config = bench_config(settings, "batched", bench, f"s{tag}")
     on_step("the floor, before (bulk from Python)")
     # Untimed first: a cold node's JIT would make the floor, and so every fraction, flatter.
@@ -92,6 +92,8 @@ def run_sustain(
         "max_offsets_per_trigger": config.pipeline.max_offsets_per_trigger,
         "trigger_interval": config.pipeline.trigger_interval,
         "refresh_interval": config.pipeline.refresh_interval,
+        "layout": config.pipeline.layout,
+        "pipeline_set": dict(options.pipeline),
         "machine": machine(settings),
         "sustained": summary(best),
         "kept_up": summary(_highest(search, lambda s: s.kept_up)),

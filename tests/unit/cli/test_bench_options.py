@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from fusion.cli import parser
+from fusion.bench.runs.burst import BenchOptions, bench_config
+from fusion.bench.sustain.options import SustainOptions
+from fusion.cli import bench_commands, parser
+from fusion.core.errors import ConfigError
+from fusion.core.settings import Settings
 
 
 def test_the_fanout_page_defaults_to_the_pipelines_and_takes_a_size() -> None:
@@ -23,3 +27,38 @@ def test_a_fanout_page_the_pipeline_file_would_refuse_is_a_usage_error(
     assert (
         f"--fanout-page: {page!r}: a number of keys from 1 to 1,000,000" in capsys.readouterr().err
     )
+
+
+def _sustain(*extra: str) -> SustainOptions:
+    args = parser.build().parse_args(["bench", "--sustain", *extra])
+    return bench_commands._sustain_options(args)
+
+
+def test_set_gives_the_benchmarks_pipeline_an_option_and_its_config_takes_it() -> None:
+    options = _sustain("--set", "layout=stages", "--set", "refresh_interval=100ms")
+    assert options.pipeline == (("layout", "stages"), ("refresh_interval", "100ms"))
+    bench = BenchOptions(1, 4, pipeline=options.pipeline)
+    config = bench_config(Settings(), "batched", bench, "t")
+    assert (config.pipeline.layout, config.pipeline.refresh_interval) == ("stages", "100ms")
+    assert config.pipeline.lookup == "batched"  # the mode's own options stay
+
+
+def test_without_set_the_pipeline_keeps_its_defaults() -> None:
+    assert _sustain().pipeline == ()
+    config = bench_config(Settings(), "batched", BenchOptions(1, 4), "t")
+    assert config.pipeline.layout == "single"
+
+
+@pytest.mark.parametrize(
+    ("pair", "says"),
+    [
+        ("layout", "write each option as OPTION=VALUE"),
+        ("=stages", "write each option as OPTION=VALUE"),
+        ("layuot=stages", "layuot"),
+        ("layout=sideways", "layout"),
+    ],
+)
+def test_a_set_option_the_pipeline_refuses_is_one_line_naming_it(pair: str, says: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        _sustain("--set", pair)
+    assert "--set" in str(refused.value) and says in str(refused.value)

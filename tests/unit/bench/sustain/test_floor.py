@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from fusion.bench.generator import GenOptions, build_dataset
+from fusion.bench.runs.burst import BenchOptions, bench_config
 from fusion.bench.sustain import report as sustain_report
-from fusion.bench.sustain.floor import Floor, median_of_runs, with_fractions
+from fusion.bench.sustain.floor import Floor, as_rows, median_of_runs, with_fractions
+from fusion.core.settings import Settings
 
 
 def _step(rate: float, p50: float = 0.4, p99: float = 1.2, **more: Any) -> dict[str, Any]:
@@ -72,3 +76,26 @@ def test_the_runs_headline_is_each_figures_median_over_runs_each_beside_its_own_
     assert text.count("## Run ") == 3
     assert "0.20 of the floor, 400 keys/s" in text
     assert "10 % of the floor" in text and "| p50 / p99 s at 10 % of the floor |" in text
+
+
+def test_a_report_names_the_pipeline_options_its_run_set() -> None:
+    report = _report(Floor(2_000, 2_000), sustained=400, kept=1_000, p50=1.4)
+
+    assert "Set for this run" not in sustain_report.markdown(report)
+    lever = report | {"pipeline_set": {"layout": "stages", "refresh_interval": "100ms"}}
+    assert "Set for this run: `layout = stages`, `refresh_interval = 100ms`" in (
+        sustain_report.markdown(lever)
+    )
+
+
+def test_the_floor_indexes_the_rows_whatever_the_sources_format() -> None:
+    options = BenchOptions(1, 4, format="debezium")
+    events = bench_config(Settings(), "batched", options, "t")
+    rows = as_rows(events)
+
+    assert {s.format for s in rows.sources} == {"json"}
+    assert [rows.topic_of(s) for s in rows.sources] == [events.topic_of(s) for s in events.sources]
+    gen = GenOptions(keys=3, duplicate_rate=0, missing_rate=0)
+    assert all("after" in json.loads(v) for _, _, v in build_dataset(events, gen).records)
+    for _, _, value in build_dataset(rows, gen).records:
+        assert set(json.loads(value)) >= {"txn_id"} and "after" not in json.loads(value)
