@@ -16,7 +16,7 @@ help:
 	@echo "make test     set everything up and run unit + integration tests (real servers)"
 	@echo "make bench    naive vs counted vs batched, 14,000 keys x 4 sources, vs the floor"
 	@echo "make bench-sustain  the highest steady rate kept up with, as a fraction of the floor measured in the same run (3 runs)"
-	@echo "make bench-formats  Debezium change events vs plain JSON rows, burst and sustained"
+	@echo "make bench-formats  Debezium change events and Avro vs plain JSON rows, burst and sustained"
 	@echo "make bench-fanout   a dimension row renamed: 10,000 and 100,000 keys enriched again"
 	@echo "make bench-soak     an hour at half the sustained rate, kill -9 every 10 min, ES restarted once"
 	@echo "make bench-memory   executor peak memory with records of 1 KB and of 500 KB"
@@ -95,10 +95,12 @@ bench-sustain: provision
 	$(BIN)/fusion infra up
 	$(BIN)/fusion bench --sustain --runs 3
 
-# Debezium change events against plain JSON rows, burst and sustained, side by side.
+# Debezium change events and Avro records (through Apicurio) against plain JSON rows, burst
+# and sustained, side by side.
 bench-formats: provision
-	$(BIN)/fusion infra up
-	$(BIN)/fusion bench --formats --keys 20000 --runs 3 --step-seconds 30 --warmup-seconds 60
+	$(BIN)/fusion infra up --registry
+	FUSION_REGISTRY_URL=http://127.0.0.1:8081/apis/ccompat/v7 $(BIN)/fusion bench --formats \
+		--keys 20000 --runs 3 --step-seconds 30 --warmup-seconds 60 --start-rate 400
 
 # A brand renamed: 10,000 and 100,000 items enriched again (docs/dimensions.md).
 bench-fanout: provision

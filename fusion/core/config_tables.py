@@ -101,7 +101,10 @@ class PipelineSection(BaseModel):
     enriched_index: str | None = None
     # A local path or any URI Spark can write to (file://, hdfs://, s3a://, ...).
     checkpoint_dir: str | None = None
-    topic_partitions: int = Field(default=2, ge=1)
+    # Partitions of the topics Fusion creates (sources it creates too). A micro-batch runs one
+    # indexer task, one bulk request and one Kafka transaction per source partition: on a
+    # small machine fewer, larger ones keep up with more (docs/benchmark.md, the levers).
+    topic_partitions: int = Field(default=1, ge=1)
     incomplete_topic: str | None = None
     updates_topic: str | None = None
     lookup: LookupMode = "batched"
@@ -117,8 +120,9 @@ class PipelineSection(BaseModel):
     max_offsets_per_trigger: int = Field(default=100_000, ge=1)
     # Elasticsearch's refresh interval on the source indexes: an indexer task's
     # bulk write waits for the next refresh (refresh=wait_for) before it acks,
-    # so this bounds the index hop; each refresh costs Elasticsearch CPU.
-    refresh_interval: RefreshInterval = "200ms"
+    # so this bounds the index hop; each refresh costs Elasticsearch CPU (at 50 ms
+    # less than the shorter batches save, up to 40 % of the floor: docs/benchmark.md).
+    refresh_interval: RefreshInterval = "50ms"
     # ... and on the enriched index, whose writes do not wait for a refresh: how
     # soon an enriched document is searchable after its record is on the topic.
     enriched_refresh_interval: RefreshInterval = "1s"

@@ -38,6 +38,9 @@ def make_config(
         "key_field": "entity_id",
         "checkpoint_dir": str(checkpoints / name),
         "trigger_interval": "200 milliseconds",
+        # Two partitions a topic, as production topics have several: every per-partition
+        # path (transactional ids, offsets, lost records) is exercised with more than one.
+        "topic_partitions": 2,
     } | pipeline_options
     data["sources"] = [{"name": s, "topic": f"{name}.{s}"} for s in sources]
     return PipelineConfig.model_validate(data)
@@ -177,6 +180,7 @@ def write_config_file(settings: Settings, path: Path, sources: list[str], **opti
     name = f"p{uuid.uuid4().hex[:10]}"
     pipeline_lines = [f'name = "{name}"', 'key_field = "entity_id"']
     pipeline_lines.append(f'checkpoint_dir = "{path.parent / (name + "-checkpoints")}"')
+    options = {"topic_partitions": 2} | options  # more than one: see make_config
     pipeline_lines += [f"{key} = {json.dumps(value)}" for key, value in options.items()]
     lines = ["[pipeline]", *pipeline_lines]
     for source in sources:

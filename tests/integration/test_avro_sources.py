@@ -106,11 +106,17 @@ ORDER_V3 = """{"type": "record", "name": "Order", "fields": [
   {"name": "currency", "type": "string", "default": "EUR"}]}"""
 
 
+ORDER_TEXT_AMOUNT = """{"type": "record", "name": "Order", "fields": [
+  {"name": "entity_id", "type": "string"}, {"name": "amount", "type": "string"}]}"""
+
+
 def test_a_schema_evolved_mid_run_grows_both_mappings_without_refusals(
     spark: Any, settings: Settings, tmp_path: Path, registry: str
 ) -> None:
     """A field added with a default, then one removed, between two runs of the pipeline: the
-    indexes were created from the first schema; the new field reaches both mappings."""
+    indexes were created from the first schema; the new field reaches both mappings. A version
+    whose field changed type (the mappings cannot hold it) is refused at its source index: a
+    dead letter naming the field, its key not fired, the enricher refused nothing."""
     config = _with_registry(make_config(settings, tmp_path, ["orders", "payments"]), registry)
     orders, payments = (config.topic_of(s) for s in config.sources)
     context = SerializationContext(orders, MessageField.VALUE)
@@ -125,18 +131,31 @@ def test_a_schema_evolved_mid_run_grows_both_mappings_without_refusals(
         ])  # fmt: skip
         run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= 1)
         v2, v3 = AvroSerializer(client, ORDER_V2), AvroSerializer(client, ORDER_V3)
+        text = AvroSerializer(client, ORDER_TEXT_AMOUNT)
         produce(config, [
             (orders, "b", v2({"entity_id": "b", "amount": 2.0, "placed": placed,
                               "currency": "USD"}, context)),
             (orders, "c", v3({"entity_id": "c", "amount": 3.0, "currency": "NOK"}, context)),
+            (orders, "d", text({"entity_id": "d", "amount": "twelve"}, context)),
+            (payments, "d", b'{"entity_id": "d"}'),
         ])  # fmt: skip
-        metrics = run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= 2)
+        metrics = run_pipeline(
+            spark,
+            config,
+            done=lambda m: (
+                m.get("enricher.enriched") >= 2
+                and m.get(names.source_count("orders", names.DLQ)) >= 1
+            ),
+        )
 
         docs = enriched_docs(settings, config)
         assert set(docs) == {"a", "b", "c"}
         assert "currency" not in docs["a"]["orders"] and docs["b"]["orders"]["currency"] == "USD"
         assert "placed" not in docs["c"]["orders"] and docs["c"]["orders"]["currency"] == "NOK"
-        assert metrics.get("enricher.dlq") == 0 and read_topic(settings, config.dlq_topic) == []
+        letters = [letter for _, letter in read_topic(settings, config.dlq_topic)]
+        assert [(letter["key"], letter["source"]) for letter in letters] == [("d", "orders")]
+        assert "amount" in letters[0]["reason"], letters[0]
+        assert metrics.get("enricher.dlq") == 0
         enriched = es_client.connect(config.elasticsearch).indices.get_mapping(
             index=config.enriched_index
         )
