@@ -56,6 +56,7 @@ class ManagedProcess:
                 extra_groups=[] if account else None,
             )
         self.pid_file.write_text(str(process.pid))
+        _until_exec_shows(process.pid)
         return process.pid
 
     def pid(self) -> int | None:
@@ -116,6 +117,22 @@ def group_members(pgid: int, marker: str | None = None) -> list[int]:
         if not matched and marker is not None:
             matched = marker.encode() in b"\0".join(procfs.cmdline(pid) or [])
     return members if matched else []
+
+
+def _until_exec_shows(pid: int, seconds: float = 2.0) -> None:
+    """Wait until the kernel shows the new program's command line.
+
+    Popen returns once exec has begun (its close-on-exec pipe closed), and the
+    kernel lays the new arguments out a moment later: until then the command
+    line reads empty, and :meth:`ManagedProcess.pid` would not find its marker
+    (seen under load in CI). A zombie is left for :meth:`ManagedProcess.ended`.
+    """
+    deadline = time.monotonic() + seconds
+    while not procfs.cmdline(pid) and time.monotonic() < deadline:
+        found = procfs.stat(pid)
+        if found is None or found.state == "Z":
+            return
+        time.sleep(0.005)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

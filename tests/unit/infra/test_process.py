@@ -3,6 +3,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
+from fusion.core.machine import procfs
 from fusion.infra.process import ManagedProcess, group_members
 
 
@@ -39,3 +42,24 @@ def test_log_tail_returns_last_lines(tmp_path: Path) -> None:
     process.log_file.write_text("\n".join(f"line {i}" for i in range(30)))
 
     assert process.log_tail(2) == "line 28\nline 29"
+
+
+def test_start_returns_once_the_new_program_shows_its_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel shows an exec'd program's arguments a moment after Popen returns (seen under
+    load in CI): start waits for them, so pid() finds the marker at once."""
+    real, calls = procfs.cmdline, []
+
+    def shown_late(pid: int | str) -> list[bytes] | None:
+        calls.append(pid)
+        return [] if len(calls) < 3 else real(pid)
+
+    monkeypatch.setattr(procfs, "cmdline", shown_late)
+    process = ManagedProcess("sleeper", tmp_path / "p.pid", tmp_path / "p.log", marker="sleep")
+    pid = process.start(["/bin/sh", "-c", "sleep 300"], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    try:
+        assert len(calls) >= 3
+        assert process.pid() == pid
+    finally:
+        process.stop(timeout=5)
