@@ -267,6 +267,7 @@ def _pipeline_set(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
     from pydantic import ValidationError
 
     from fusion.core.config_tables import PipelineSection
+    from fusion.core.settings import config_error
 
     parts = [pair.partition("=") for pair in pairs]
     if any(not name or not sep for name, sep, _ in parts):
@@ -275,7 +276,5 @@ def _pipeline_set(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
     try:
         PipelineSection.model_validate({"name": "bench", "key_field": "txn_id", **found})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ConfigError("--set", where, str(first["msg"]).removeprefix("Value error, ")) from None
+        raise config_error(exc, "--set", {}) from None
     return tuple(found.items())

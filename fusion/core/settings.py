@@ -190,7 +190,7 @@ class Settings(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise _config_error(exc, source, from_env) from None
+            raise config_error(exc, source, from_env) from None
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -222,9 +222,10 @@ def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[str, 
     return applied
 
 
-def _config_error(
+def config_error(
     exc: ValidationError, source: str, from_env: dict[tuple[str, str], str]
 ) -> ConfigError:
+    """A validation error as one line naming where it came from and the field at fault."""
     first = exc.errors()[0]
     loc = tuple(str(part) for part in first["loc"])
     field = ".".join(loc)
