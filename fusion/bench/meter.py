@@ -47,6 +47,7 @@ class Seen:
     enriched: int
     hops: dict[str, dict[str, float | None]] = field(default_factory=dict)
     stages: dict[str, float] = field(default_factory=dict)  # ms per batch, by stage
+    cores: dict[str, float] = field(default_factory=dict)  # busy while sending, by process
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class Step:
     cdf: list[float] = field(default_factory=list)  # latencies at CDF_POINTS quantiles
     # Where a batch's time went: each stage's milliseconds per batch, summed over its tasks.
     stages: dict[str, float] = field(default_factory=dict)
+    # Cores each process kept busy while the step's records were sent (the machine's too).
+    cores: dict[str, float] = field(default_factory=dict)
 
 
 def backlog_trend(samples: list[tuple[float, int]]) -> tuple[float, float]:
@@ -137,6 +140,7 @@ def judge(sent: Sent, seen: Seen, sources: int, objective: Objective = Objective
         hops=seen.hops,
         cdf=quantiles(latencies, CDF_POINTS),
         stages=seen.stages,
+        cores=seen.cores,
     )
 
 

@@ -31,6 +31,27 @@ def cpu_by_part(root: int, servers: Mapping[str, int]) -> dict[str, float]:
     return parts
 
 
+def cpu_snapshot(root: int, servers: Mapping[str, int]) -> dict[str, float]:
+    """:func:`cpu_by_part`, and the CPU seconds so far of the benchmark's own process
+    (``bench``: it produces the records) and of the whole machine (``machine``), so that
+    what no part names (the registry, the system) shows as the difference."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parts = cpu_by_part(root, servers)
+    own = procfs.stat(os.getpid())
+    parts["bench"] = 0.0 if own is None else own.cpu_ticks / ticks
+    parts["machine"] = (procfs.busy_ticks() or 0) / ticks
+    return parts
+
+
+def cores_between(
+    before: Mapping[str, float], after: Mapping[str, float], seconds: float
+) -> dict[str, float]:
+    """Cores each part kept busy between two readings ``seconds`` apart."""
+    if seconds <= 0:
+        return {}
+    return {k: round((v - before.get(k, 0.0)) / seconds, 2) for k, v in after.items()}
+
+
 def kind_of(pid: int) -> str | None:
     """``jvm``, ``worker`` (Spark's Python workers and their daemon) or ``driver`` (Python)."""
     command = procfs.cmdline(pid)

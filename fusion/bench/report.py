@@ -48,6 +48,13 @@ def machine(settings: Settings) -> dict[str, Any]:
     }
 
 
+def set_lines(options: dict[str, str]) -> list[str]:
+    """The [pipeline] options a run set from the command line (a lever measured), if any."""
+    if not options:
+        return []
+    return ["Set for this run: " + ", ".join(f"`{k} = {v}`" for k, v in options.items()), ""]
+
+
 def markdown(report: dict[str, Any]) -> str:
     n, k = report["sources"], report["keys"]
     pace = f"produced at {report['rate']:,.0f} records/s" if report.get("rate") else "burst"
@@ -67,6 +74,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"pyspark {machine['pyspark']}, Kafka {machine['kafka']}, "
         f"Elasticsearch {machine['elasticsearch']}, Python {machine['python']}",
         "",
+        *set_lines(report.get("pipeline_set") or {}),
         "| mode | ES lookups | per key | wasted | bulk writes | docs fetched | wall s | x floor "
         "| keys/s | p50 s | p95 s | p99 s | driver MB (Python / JVM) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

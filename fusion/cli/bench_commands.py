@@ -17,7 +17,12 @@ from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
 
 if TYPE_CHECKING:
+    from fusion.bench.runs.burst import BenchOptions
     from fusion.bench.sustain.options import SustainOptions
+
+
+# The benchmarks that build their pipelines their own way: --set is refused with them.
+WITHOUT_SET = ("soak", "formats", "fanout", "idle", "memory", "status", "reconcile")
 
 
 def bench_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -26,6 +31,8 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.sustain:
         return bench_sustain_command(args, settings)
+    if args.set and (taken := [f"--{k}" for k in WITHOUT_SET if getattr(args, k)]):
+        raise ConfigError("--set", "", f"a burst and --sustain take it, {taken[0]} does not")
     if args.soak:
         return bench_soak_command(args, settings)
     if args.formats:
@@ -40,23 +47,31 @@ def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         return bench_status_command(args, settings)
     if args.reconcile:
         return bench_reconcile_command(args, settings)
-    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-    unknown = [m for m in modes if m not in bench.MODES]
-    if unknown or not modes:
-        raise ConfigError("--modes", "", f"unknown mode(s) {unknown}; choose from {bench.MODES}")
-    keys = 14_000 if args.keys is None else args.keys
-    if keys < 1 or args.sources < 2:
-        raise ConfigError("--keys/--sources", "", "need at least 1 key and 2 sources")
+    options = _burst_options(args)
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
-    options = bench.BenchOptions(
-        keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets, args.warm
-    )
     # The warm-up; per run the floor, the modes and the counter alone on each engine.
-    steps = 1 + args.runs * (1 + len(modes) + len(bench.ENGINES))
+    steps = 1 + args.runs * (1 + len(options.modes) + len(bench.ENGINES))
     with Tracker(err, "benchmark", "steps", steps, rate=False) as tracker:
         report = bench.run_bench(settings, options, on_step=tracker.step)
     return print_bench(report_files.markdown(report), report_files.write_report(report, args.out))
+
+
+def _burst_options(args: argparse.Namespace) -> BenchOptions:
+    """A burst's options, each checked before any server is asked."""
+    from fusion.bench.runs.burst import MODES, BenchOptions
+
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise ConfigError("--modes", "", f"unknown mode(s) {unknown}; choose from {MODES}")
+    keys = 14_000 if args.keys is None else args.keys
+    if keys < 1 or args.sources < 2:
+        raise ConfigError("--keys/--sources", "", "need at least 1 key and 2 sources")
+    return BenchOptions(
+        keys, args.sources, modes, args.seed, args.runs, args.rate, args.max_offsets, args.warm,
+        pipeline=_pipeline_set(args.set or ()),
+    )  # fmt: skip
 
 
 def bench_formats_command(args: argparse.Namespace, settings: Settings) -> int:

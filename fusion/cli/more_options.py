@@ -134,6 +134,13 @@ def add_bench(commands: Commands) -> None:
     )
     bench.add_argument("--seed", type=int, default=42, help="random seed of the dataset (42)")
     bench.add_argument(
+        "--set",
+        action="append",
+        metavar="OPTION=VALUE",
+        help="a [pipeline] option for the benchmark's pipeline (a burst or --sustain), "
+        "e.g. topic_partitions=2 (repeatable)",
+    )
+    bench.add_argument(
         "--runs", type=int, default=1, help="repeat; each mode reports its median run (1)"
     )
     bench.add_argument(
@@ -228,12 +235,6 @@ def add_bench(commands: Commands) -> None:
         type=float,
         default=120.0,
         help="a first step, not reported, while the JVM compiles Spark's hot code (120)",
-    )
-    sustain.add_argument(
-        "--set",
-        action="append",
-        metavar="OPTION=VALUE",
-        help="a [pipeline] option for the benchmark's pipeline, e.g. layout=stages (repeatable)",
     )
     bench.add_argument(
         "--formats",

@@ -279,6 +279,7 @@ def run_bench(
         "rate": options.rate,
         "max_offsets_per_trigger": base.pipeline.max_offsets_per_trigger,
         "warm": options.warm,
+        "pipeline_set": dict(options.pipeline),
         "spark_master": settings.spark.master,
         "date": now_iso(),
         "commit": git_commit(),

@@ -47,7 +47,7 @@ from elasticsearch import helpers
 from fusion import pipeline
 from fusion.bench.generator import bench_publisher, produce
 from fusion.bench.process import PipelineProcess
-from fusion.bench.proctree import cpu_by_part
+from fusion.bench.proctree import cores_between, cpu_by_part
 from fusion.bench.report import git_commit, machine
 from fusion.bench.runs.fanout_report import median_run
 from fusion.bench.runs.fanout_steps import (
@@ -183,9 +183,7 @@ def rename(
         "seconds_alone": round(renamed_alone, 3),
         "items_per_second_alone": round(items / renamed_alone, 1),
         # Where the cores went while the rename alone ran: cores busy, by part.
-        "cores_alone": {
-            k: round((spent[k] - before.get(k, 0.0)) / renamed_alone, 2) for k in spent
-        },
+        "cores_alone": cores_between(before, spent, renamed_alone),
         "keys_told": figures.fanout_keys,
         "es_requests": requests,
         # Both renames' items, and the waves' lookups too.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fusion.bench.report import write_files
+from fusion.bench.report import set_lines, write_files
 from fusion.bench.sustain.floor import median_of_runs, share
 
 
@@ -23,7 +23,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"{machine_['kafka']}, Elasticsearch {machine_['elasticsearch']}, "
         f"Python {machine_['python']}",
         "",
-        *_set_lines(report.get("pipeline_set") or {}),
+        *set_lines(report.get("pipeline_set") or {}),
     ]
     floor = report.get("floor")
     if floor is not None:
@@ -50,15 +50,13 @@ def markdown(report: dict[str, Any]) -> str:
             f"p99 {kept['latency_p99']} s)"
         )
     lines += ["", *hops_table(report), "", *stages_table(report), ""]
+    lines += [*cores_table(report, _steps(report))]
     lines += [
         "| step | keys/s asked | sent | keys | p50 s | p95 s | p99 s | max s | lookups/key "
         "| backlog (mean, rise) | verdict |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    rows = [("search", s) for s in report["search"]]
-    rows += [(f"{s['fraction']:.0%}", s) for s in report["at_fraction"] if s["fraction"] < 1]
-    rows += [(_fixed(s), s) for s in report.get("at_rates", [])]
-    for label, s in rows:
+    for label, s in _steps(report):
         lines.append(
             f"| {label} | {_share(s)}{s['keys_per_second']:,.0f} "
             f"| {s['sent_keys_per_second']:,.0f} "
@@ -67,6 +65,48 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {s['backlog_mean']:,}, {s['backlog_rise']:+,} | {s['why']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _steps(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every step of a run, labelled as the step table shows them: the search's, then
+    the fractions of the highest rate, then the fixed rates."""
+    rows = [("search", s) for s in report["search"]]
+    rows += [(f"{s['fraction']:.0%}", s) for s in report["at_fraction"] if s["fraction"] < 1]
+    return rows + [(_fixed(s), s) for s in report.get("at_rates", [])]
+
+
+# A step's processes, in the order the cores table shows them; a server not named here
+# (the schema registry) gets a column after them.
+PARTS = {
+    "jvm": "Spark JVM",
+    "worker": "Python workers",
+    "driver": "driver",
+    "elasticsearch": "Elasticsearch",
+    "kafka": "Kafka",
+    "bench": "producer (bench)",
+}
+
+
+def cores_table(report: dict[str, Any], steps: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Cores each process kept busy while each step's records were sent, and the machine's
+    (all of it: what no column names is the rest); nothing for a report without them."""
+    steps = [(label, s) for label, s in steps if s.get("cores")]
+    if not steps:
+        return []
+    seen = {k for _, s in steps for k in s["cores"]} - {"machine"}
+    columns = [k for k in PARTS if k in seen] + sorted(seen - set(PARTS))
+    names = [PARTS.get(k) or k for k in columns]
+    cores = report["machine"]["cores"]
+    lines = [
+        f"Cores busy while each step's records were sent, by process (of {cores}):",
+        "",
+        f"| step | keys/s | {' | '.join(names)} | machine |",
+        "|---|---:|" + "---:|" * (len(columns) + 1),
+    ]
+    for label, s in steps:
+        cells = [str(s["cores"].get(k, "-")) for k in [*columns, "machine"]]
+        lines.append(f"| {label} | {s['keys_per_second']:,.0f} | {' | '.join(cells)} |")
+    return [*lines, ""]
 
 
 def hops_table(report: dict[str, Any]) -> list[str]:
@@ -217,10 +257,3 @@ def write_report(
     """``<stamp>-sustain-n<N>[-run<run>].{json,md,png}`` (runs of one command share a stamp)."""
     name = f"sustain-n{report['sources']}" + ("" if run is None else f"-run{run}")
     return write_files(out_dir, name, report, markdown(report), chart)
-
-
-def _set_lines(options: dict[str, str]) -> list[str]:
-    """The [pipeline] options this run set from the command line (a lever measured), if any."""
-    if not options:
-        return []
-    return ["Set for this run: " + ", ".join(f"`{k} = {v}`" for k, v in options.items()), ""]

@@ -17,7 +17,9 @@ from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.hops import TopicTimes, hop_summary
 from fusion.bench.meter import SAMPLE_SECONDS, Objective, Seen, Sent, Step, judge
 from fusion.bench.process import PipelineProcess
+from fusion.bench.proctree import cores_between, cpu_snapshot
 from fusion.bench.runs.burst import produce_timed
+from fusion.bench.soak.servers import server_pids
 from fusion.bench.sustain.options import SustainOptions
 from fusion.core.config import PipelineConfig
 from fusion.kafka import lag
@@ -65,6 +67,7 @@ class StepMeter:
         self.objective = objective
         self.stages = pipeline.select(config, None).queries(config)
         self.count = 0
+        self.servers = server_pids(config)
 
     def step(self, rate: float, seconds: float | None = None) -> Step:
         seconds = seconds or self.options.step_seconds
@@ -77,8 +80,10 @@ class StepMeter:
         sampling = threading.Event()
         sampler = threading.Thread(target=self._sample, args=(samples, sampling), daemon=True)
         sampler.start()
+        cpu = self._cpu()
         first, last_send = produce_timed(self.config, data, rate * self.options.sources)
         sent = Sent(rate, keys, first, time.time() - first, last_send)
+        cores = cores_between(cpu, self._cpu(), sent.seconds)
         sampling.set()
         sampler.join(timeout=30)
         drained, found = self._drain(keys)
@@ -87,8 +92,13 @@ class StepMeter:
             a - b for a, b in zip(_requests(after), _requests(before), strict=True)
         )
         hops = hop_summary(self.times.of(key) for key in keys)
-        seen = Seen(found, samples, drained, lookups, enriched, hops, per_batch(before, after))
+        seen = Seen(found, samples, drained, lookups, enriched, hops, per_batch(before, after),
+                    cores)  # fmt: skip
         return judge(sent, seen, self.options.sources, self.objective)
+
+    def _cpu(self) -> dict[str, float]:
+        assert self.run.process is not None
+        return cpu_snapshot(self.run.process.pid, self.servers)
 
     def _sample(self, samples: list[tuple[float, int]], done: threading.Event) -> None:
         while not done.wait(SAMPLE_SECONDS):

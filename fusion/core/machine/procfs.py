@@ -65,6 +65,17 @@ def exit_status(pid: int | str) -> str | None:
     return f"exit code {os.WEXITSTATUS(status)}"
 
 
+def busy_ticks() -> int | None:
+    """The machine's CPU time spent busy so far, all cores, in clock ticks (``/proc/stat``:
+    user, nice, system, irq, softirq and steal; a guest's time is inside user already)."""
+    try:
+        fields = (PROC / "stat").read_text().split("\n", 1)[0].split()
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
+    except (OSError, ValueError, IndexError):
+        return None
+    return user + nice + system + irq + softirq + steal
+
+
 def boot_id() -> str:
     """This boot of this machine's kernel: pids are told apart within one boot only."""
     try:

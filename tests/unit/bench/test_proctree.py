@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -82,3 +83,29 @@ def test_the_cpu_split_names_each_part_and_each_server() -> None:
     # A Python process that is not Spark's worker counts as the run's driver.
     assert set(parts) == {"jvm", "worker", "driver", "elasticsearch"}
     assert parts["driver"] >= 0.3 and parts["elasticsearch"] >= 0.3 and parts["jvm"] == 0
+
+
+def test_a_snapshot_adds_the_benchmarks_own_process_and_the_whole_machine() -> None:
+    from fusion.bench.proctree import cores_between, cpu_snapshot
+
+    with _child("") as idle:
+        before = cpu_snapshot(idle.pid, {})
+        spent = time.process_time()
+        while time.process_time() - spent < 0.3:
+            pass
+        after = cpu_snapshot(idle.pid, {})
+    cores = cores_between(before, after, 0.3)
+
+    # The spin was this process's: the benchmark's part and the machine's, not the run's.
+    assert cores["bench"] >= 0.8 and cores["machine"] >= 0.8
+    assert cores["driver"] < 0.5 and cores["jvm"] == 0
+
+
+def test_cores_are_each_parts_cpu_seconds_over_the_time_between_readings() -> None:
+    from fusion.bench.proctree import cores_between
+
+    before = {"jvm": 10.0, "kafka": 2.0}
+    after = {"jvm": 25.0, "kafka": 5.0, "elasticsearch": 6.0}
+
+    assert cores_between(before, after, 10.0) == {"jvm": 1.5, "kafka": 0.3, "elasticsearch": 0.6}
+    assert cores_between(before, after, 0.0) == {}

@@ -62,3 +62,36 @@ def test_a_set_option_the_pipeline_refuses_is_one_line_naming_it(pair: str, says
     with pytest.raises(ConfigError) as refused:
         _sustain("--set", pair)
     assert "--set" in str(refused.value) and says in str(refused.value)
+
+
+def test_a_burst_takes_set_too_and_its_report_names_it() -> None:
+    from fusion.bench import report as report_files
+
+    args = parser.build().parse_args(["bench", "--modes", "batched", "--set", "topic_partitions=2"])
+    options = bench_commands._burst_options(args)
+
+    assert options.pipeline == (("topic_partitions", "2"),)
+    assert bench_config(Settings(), "batched", options, "t").pipeline.topic_partitions == 2
+    machine = {"cores": 2, "pyspark": "4", "kafka": "4", "elasticsearch": "8", "python": "3"}
+    report = {"sources": 4, "keys": 10, "floor_seconds": 1.0, "runs": 1, "machine": machine,
+              "modes": [], "pipeline_set": dict(options.pipeline)}  # fmt: skip
+    assert "Set for this run: `topic_partitions = 2`" in report_files.markdown(report)
+
+
+def _ask_no_server(*_: object) -> None:
+    raise AssertionError("a server was asked")
+
+
+@pytest.mark.parametrize("other", ["--formats", "--fanout", "--idle", "--soak"])
+def test_a_benchmark_that_builds_its_own_pipeline_refuses_set(
+    other: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Were the refusal gone, the benchmark would run: against no server, and failing at once.
+    monkeypatch.setattr(bench_commands.kafka_client, "check", _ask_no_server)
+    monkeypatch.setattr(bench_commands.es_client, "check", _ask_no_server)
+    nowhere = Settings.load(env={"FUSION_KAFKA_BOOTSTRAP": "127.0.0.1:1",
+                                 "FUSION_ES_URL": "http://127.0.0.1:1"})  # fmt: skip
+    args = parser.build().parse_args(["bench", other, "--set", "topic_partitions=2"])
+    with pytest.raises(ConfigError) as refused:
+        bench_commands.bench_command(args, nowhere)
+    assert f"--set: a burst and --sustain take it, {other} does not" in str(refused.value)

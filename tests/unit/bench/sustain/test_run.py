@@ -109,3 +109,13 @@ def test_steady_data_sends_each_keys_records_within_about_a_second() -> None:
     # ...in random order: not always in source order.
     orders = {tuple(data.records[i][0] for i in sorted(p)) for p in positions.values()}
     assert len(orders) > 1
+
+
+def test_a_step_keeps_the_cores_each_process_was_seen_to_use() -> None:
+    sent = _sent()
+    seen = _seen(sent, {16: 10, 28: 10})
+    cores = {"jvm": 1.2, "machine": 1.9}
+
+    step = judge(sent, Seen(**{**seen.__dict__, "cores": cores}), SOURCES)
+
+    assert step.cores == cores

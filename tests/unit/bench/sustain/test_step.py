@@ -38,3 +38,23 @@ def test_sparks_phases_are_per_batch_that_read_rows_per_query() -> None:
     text = "\n".join(sustain_report.stages_table(report))
     assert "| 50% of the highest, 200 keys/s | - | 800.0 | - | - | - |" in text
     assert "`single` query's 40 batches" in text and "addBatch 500.0" in text
+
+
+def test_the_cores_table_shows_each_process_at_each_step_beside_the_machine() -> None:
+    cores = {"jvm": 1.1, "worker": 0.3, "driver": 0.05, "elasticsearch": 0.3, "kafka": 0.1,
+             "bench": 0.1, "registry": 0.02, "machine": 1.98}  # fmt: skip
+    report = {
+        "machine": {"cores": 2},
+        "search": [{"keys_per_second": 2000, "cores": cores}, {"keys_per_second": 100}],
+        "at_fraction": [],
+        "at_rates": [],
+    }
+
+    text = "\n".join(sustain_report.cores_table(report, sustain_report._steps(report)))
+
+    assert "(of 2)" in text
+    assert ("| step | keys/s | Spark JVM | Python workers | driver | Elasticsearch | Kafka "
+            "| producer (bench) | registry | machine |") in text  # fmt: skip
+    assert "| search | 2,000 | 1.1 | 0.3 | 0.05 | 0.3 | 0.1 | 0.1 | 0.02 | 1.98 |" in text
+    assert "| 100 |" not in text  # a step measured before the cores were: no row
+    assert sustain_report.cores_table({**report, "search": [{"keys_per_second": 1}]}, []) == []

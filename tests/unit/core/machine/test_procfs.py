@@ -73,3 +73,15 @@ def test_a_child_not_waited_for_tells_how_it_ended() -> None:
         exited.wait()
         killed.wait()
     assert procfs.exit_status(exited.pid) is None  # waited for: gone
+
+
+def test_the_machines_busy_time_grows_by_what_a_process_spends() -> None:
+    before = procfs.busy_ticks()
+    spent = time.process_time()
+    while time.process_time() - spent < 0.3:
+        pass
+    after = procfs.busy_ticks()
+
+    assert before is not None and after is not None
+    # This process alone kept one core busy for 0.3 s; others may have added to it.
+    assert (after - before) / os.sysconf("SC_CLK_TCK") >= 0.25
