@@ -7,7 +7,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,11 @@ def run_pipeline(
     if not finished:
         raise AssertionError(f"the run stalled: no input for {idle_limit:g} s, never done")
     return metrics
+
+
+def reached(targets: Mapping[str, int]) -> Callable[[Metrics], bool]:
+    """A ``done`` for :func:`run_pipeline`: every named count at least its target."""
+    return lambda metrics: all(metrics.get(name) >= n for name, n in targets.items())
 
 
 def source_record(

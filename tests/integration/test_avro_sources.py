@@ -23,7 +23,14 @@ from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
 from fusion.kafka import topics as kafka_topics
 from fusion.observe import names
-from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
+from tests.integration.pipelines import (
+    drop,
+    enriched_docs,
+    make_config,
+    reached,
+    read_topic,
+    run_pipeline,
+)
 
 ORDER = """{"type": "record", "name": "Order", "fields": [
   {"name": "entity_id", "type": "string"}, {"name": "amount", "type": "double"},
@@ -73,10 +80,7 @@ def test_avro_records_of_two_schema_versions_join_json_ones(
         metrics = run_pipeline(
             spark,
             config,
-            done=lambda m: (
-                m.get("enricher.enriched") >= 2
-                and m.get(names.source_count("orders", names.DLQ)) >= 2
-            ),
+            done=reached({"enricher.enriched": 2, names.source_count("orders", names.DLQ): 2}),
         )
         docs = enriched_docs(settings, config)
         assert docs["a"]["orders"] == {
@@ -142,10 +146,7 @@ def test_a_schema_evolved_mid_run_grows_both_mappings_without_refusals(
         metrics = run_pipeline(
             spark,
             config,
-            done=lambda m: (
-                m.get("enricher.enriched") >= 2
-                and m.get(names.source_count("orders", names.DLQ)) >= 1
-            ),
+            done=reached({"enricher.enriched": 2, names.source_count("orders", names.DLQ): 1}),
         )
 
         docs = enriched_docs(settings, config)

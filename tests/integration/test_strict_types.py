@@ -16,7 +16,14 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.kafka import topics as kafka_topics
 from fusion.observe import names
-from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
+from tests.integration.pipelines import (
+    drop,
+    enriched_docs,
+    make_config,
+    reached,
+    read_topic,
+    run_pipeline,
+)
 
 
 def test_a_record_of_another_type_than_declared_is_a_dead_letter_not_a_part(
@@ -44,10 +51,12 @@ def test_a_record_of_another_type_than_declared_is_a_dead_letter_not_a_part(
         metrics = run_pipeline(
             spark,
             config,
-            done=lambda m: (
-                m.get("enricher.enriched") >= 1
-                and m.get(names.source_count("orders", names.DLQ)) >= 2
-                and m.get(names.source_count("notes", names.SOURCE_INDEXED)) >= 3
+            done=reached(
+                {
+                    "enricher.enriched": 1,
+                    names.source_count("orders", names.DLQ): 2,
+                    names.source_count("notes", names.SOURCE_INDEXED): 3,
+                }
             ),
         )
         assert set(enriched_docs(settings, config)) == {"a"}
