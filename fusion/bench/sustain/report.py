@@ -83,7 +83,7 @@ PARTS = {
     "driver": "driver",
     "elasticsearch": "Elasticsearch",
     "kafka": "Kafka",
-    "bench": "producer (bench)",
+    "bench": "the benchmark (producer, timing)",
 }
 
 

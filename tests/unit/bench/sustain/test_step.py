@@ -54,7 +54,7 @@ def test_the_cores_table_shows_each_process_at_each_step_beside_the_machine() ->
 
     assert "(of 2)" in text
     assert ("| step | keys/s | Spark JVM | Python workers | driver | Elasticsearch | Kafka "
-            "| producer (bench) | registry | machine |") in text  # fmt: skip
+            "| the benchmark (producer, timing) | registry | machine |") in text  # fmt: skip
     assert "| search | 2,000 | 1.1 | 0.3 | 0.05 | 0.3 | 0.1 | 0.1 | 0.02 | 1.98 |" in text
     assert "| 100 |" not in text  # a step measured before the cores were: no row
     assert sustain_report.cores_table({**report, "search": [{"keys_per_second": 1}]}, []) == []
