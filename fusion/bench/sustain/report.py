@@ -50,7 +50,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"p99 {kept['latency_p99']} s)"
         )
     lines += ["", *hops_table(report), "", *stages_table(report), ""]
-    lines += [*cores_table(report, _steps(report))]
+    lines += cores_table(report)
     lines += [
         "| step | keys/s asked | sent | keys | p50 s | p95 s | p99 s | max s | lookups/key "
         "| backlog (mean, rise) | verdict |",
@@ -87,10 +87,10 @@ PARTS = {
 }
 
 
-def cores_table(report: dict[str, Any], steps: list[tuple[str, dict[str, Any]]]) -> list[str]:
+def cores_table(report: dict[str, Any]) -> list[str]:
     """Cores each process kept busy while each step's records were sent, and the machine's
     (all of it: what no column names is the rest); nothing for a report without them."""
-    steps = [(label, s) for label, s in steps if s.get("cores")]
+    steps = [(label, s) for label, s in _steps(report) if s.get("cores")]
     if not steps:
         return []
     seen = {k for _, s in steps for k in s["cores"]} - {"machine"}

@@ -50,11 +50,11 @@ def test_the_cores_table_shows_each_process_at_each_step_beside_the_machine() ->
         "at_rates": [],
     }
 
-    text = "\n".join(sustain_report.cores_table(report, sustain_report._steps(report)))
+    text = "\n".join(sustain_report.cores_table(report))
 
     assert "(of 2)" in text
     assert ("| step | keys/s | Spark JVM | Python workers | driver | Elasticsearch | Kafka "
             "| the benchmark (producer, timing) | registry | machine |") in text  # fmt: skip
     assert "| search | 2,000 | 1.1 | 0.3 | 0.05 | 0.3 | 0.1 | 0.1 | 0.02 | 1.98 |" in text
     assert "| 100 |" not in text  # a step measured before the cores were: no row
-    assert sustain_report.cores_table({**report, "search": [{"keys_per_second": 1}]}, []) == []
+    assert sustain_report.cores_table({**report, "search": [{"keys_per_second": 1}]}) == []
