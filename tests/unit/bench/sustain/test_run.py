@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fusion.bench.meter import Objective, Seen, Sent, backlog_trend, judge, quantiles
+from fusion.bench.meter import Objective, Seen, Sent, Step, backlog_trend, judge, quantiles
+from fusion.bench.sustain.options import SustainOptions
+from fusion.bench.sustain.run import _at_rates
 from fusion.bench.sustain.step import steady_dataset
 from fusion.core.config import PipelineConfig
 
@@ -119,3 +121,26 @@ def test_a_step_keeps_the_cores_each_process_was_seen_to_use() -> None:
     step = judge(sent, Seen(**{**seen.__dict__, "cores": cores}), SOURCES)
 
     assert step.cores == cores
+
+
+class _Rates:
+    """A meter that records the rates it is asked for (the step's measurement is not the point)."""
+
+    def __init__(self) -> None:
+        self.rates: list[float] = []
+
+    def step(self, rate: float) -> Step:
+        self.rates.append(rate)
+        sent = _sent()
+        return judge(sent, _seen(sent, {16: 10, 28: 10}), SOURCES)
+
+
+def test_the_rate_at_a_share_of_the_floor_follows_the_floor_as_the_report_shows_it() -> None:
+    meter = _Rates()
+    options = SustainOptions(at_rates=(10.0,), at_floor=(0.005, 0.1))
+
+    # Shown as 590.0: 0.5 % of it is 2.95, rounded to 3.0 (2.9 from the unrounded 589.96).
+    steps = _at_rates(meter, options, 589.96, lambda _: None)  # type: ignore[arg-type]
+
+    assert meter.rates == [10.0, 3.0, 59.0]
+    assert [s["floor_fraction"] for s in steps] == [None, 0.005, 0.1]
