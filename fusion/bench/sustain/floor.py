@@ -63,7 +63,8 @@ def share(value: float) -> str:
 
 
 def fraction(rate: float | None, floor: Floor) -> float | None:
-    return None if rate is None else round(rate / floor.keys_per_second, 3)
+    # Of the floor as the report shows it (to 0.1), so a reader can check each fraction.
+    return None if rate is None else round(rate / round(floor.keys_per_second, 1), 3)
 
 
 def with_fractions(report: dict[str, Any], floor: Floor) -> dict[str, Any]:

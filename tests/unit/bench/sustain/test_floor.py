@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from fusion.bench.generator import GenOptions, build_dataset
 from fusion.bench.runs.burst import BenchOptions, bench_config
 from fusion.bench.sustain import report as sustain_report
@@ -48,6 +51,22 @@ def test_every_rate_is_also_a_fraction_of_the_floor_measured_before_and_after() 
     assert report["kept_up"]["fraction_of_floor"] == 0.5
     assert [s["fraction_of_floor"] for s in report["search"]] == [0.2, 0.5]
     assert report["at_rates"][0]["fraction_of_floor"] == round(240 / 2_200, 3)
+
+
+@given(
+    before=st.floats(min_value=10, max_value=10_000),
+    after=st.floats(min_value=10, max_value=10_000),
+    rate=st.floats(min_value=1, max_value=10_000),
+)
+def test_each_fraction_is_of_the_floor_as_the_report_shows_it(
+    before: float, after: float, rate: float
+) -> None:
+    floor = Floor(before, after)
+    report = _report(floor, sustained=rate, kept=rate, p50=1.0)
+    shown = report["floor"]["keys_per_second"]
+
+    # A reader divides a step's rate by the floor written beside it and gets its fraction.
+    assert report["sustained"]["fraction_of_floor"] == round(rate / shown, 3)
 
 
 def test_nothing_sustained_has_no_fraction() -> None:
