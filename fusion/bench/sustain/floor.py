@@ -42,6 +42,12 @@ class Floor:
         return (self.before + self.after) / 2
 
 
+def shown(keys_per_second: float) -> float:
+    """A floor as the report writes it; rates and fractions derive from this figure, so a
+    reader can check each of them against the report."""
+    return round(keys_per_second, 1)
+
+
 def measure(settings: Settings, config: PipelineConfig, keys: int = FLOOR_KEYS) -> float:
     """Keys/s at which this machine bulk-indexes ``keys`` keys' N + 1 documents from Python."""
     options = GenOptions(keys=keys, duplicate_rate=0, missing_rate=0, key_prefix="F")
@@ -63,17 +69,16 @@ def share(value: float) -> str:
 
 
 def fraction(rate: float | None, floor: Floor) -> float | None:
-    # Of the floor as the report shows it (to 0.1), so a reader can check each fraction.
-    return None if rate is None else round(rate / round(floor.keys_per_second, 1), 3)
+    return None if rate is None else round(rate / shown(floor.keys_per_second), 3)
 
 
 def with_fractions(report: dict[str, Any], floor: Floor) -> dict[str, Any]:
     """``report`` with its floor, and each step's and headline's rate as a fraction of it."""
     out = dict(report)
     out["floor"] = {
-        "keys_per_second_before": round(floor.before, 1),
-        "keys_per_second_after": round(floor.after, 1),
-        "keys_per_second": round(floor.keys_per_second, 1),
+        "keys_per_second_before": shown(floor.before),
+        "keys_per_second_after": shown(floor.after),
+        "keys_per_second": shown(floor.keys_per_second),
         "keys": floor.keys,
     }
     for name in ("search", "at_fraction", "at_rates"):

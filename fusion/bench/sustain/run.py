@@ -128,8 +128,7 @@ def _at_rates(
         on_step(f"fixed rate: {rate:,.0f} keys/s")
         fixed.append({"floor_fraction": None, **asdict(meter.step(rate))})
     for share in options.at_floor:
-        # From the floor as the report shows it, so a reader can check each rate.
-        rate = round(round(floor, 1) * share, 1)
+        rate = round(sustain_floor.shown(floor) * share, 1)
         on_step(f"{sustain_floor.share(share)} of the floor: {rate:,.0f} keys/s")
         fixed.append({"floor_fraction": share, **asdict(meter.step(rate))})
     return fixed
