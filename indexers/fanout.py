@@ -33,6 +33,7 @@ from acks.fanout import FanoutRequest
 from acks.kafka import ack_records
 from fusion.core.config import STORED_REFS, PipelineConfig
 from fusion.core.events import DeadLetter, dead_letter_records, now_utc
+from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed
 from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.observe import names
@@ -107,6 +108,7 @@ def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]
     newest = newest_per_row(requests)
     page = config.pipeline.fanout_page
     pages = work_pages(job, [(r, where, page) for r, where in newest], metrics)
+    crash_point("fanout.after_page")  # pages searched, their acks and what continues not out
     out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
     out += pages.records(config)
     counts = {

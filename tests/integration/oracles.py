@@ -28,9 +28,13 @@ Docs = dict[str, dict[str, Any]]
 
 
 @contextmanager
-def captured(cdc: Cdc, prefix: str, tables: list[str]) -> Iterator[None]:
-    """Debezium's connector on ``tables``, topics ``<prefix>.<schema>.<table>``; gone after."""
+def captured(
+    cdc: Cdc, prefix: str, tables: list[str], converter: dict[str, str] | None = None
+) -> Iterator[None]:
+    """Debezium's connector on ``tables``, topics ``<prefix>.<schema>.<table>``; gone after.
+    ``converter``: its value converter's settings, if not the worker's JSON."""
     connector = postgres_connector(cdc.pg_port, PG_DATABASE, prefix, tables, PG_ROLE)
+    connector |= converter or {}
     register(cdc.connect_port, prefix, connector)
     try:
         yield
@@ -70,7 +74,7 @@ def settle(
     deadline = time.monotonic() + seconds
     try:
         while time.monotonic() < deadline:
-            docs = enriched_docs(settings, config)
+            docs = enriched_so_far(settings, config)
             if not differences(docs):
                 break
             assert finish.poll() in (None, 0), finish.stderr.read() if finish.stderr else ""

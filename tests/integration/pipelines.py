@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from fusion import pipeline
 from fusion.core.config import PipelineConfig
@@ -115,9 +117,11 @@ def read_raw(
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         partitions = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
         consumer.assign(partitions)
-        ends = {
-            tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions
+        watermarks = {
+            tp.partition: consumer.get_watermark_offsets(tp, timeout=10) for tp in partitions
         }
+        # A partition whose records were all deleted (its log starts at its end) has none to read.
+        ends = {p: 0 if low >= end else end for p, (low, end) in watermarks.items()}
         records: list[tuple[str | None, bytes, tuple[int, int]]] = []
         deadline = time.monotonic() + timeout
         while not _at_end(consumer, partitions, ends):
@@ -133,9 +137,47 @@ def read_raw(
         consumer.close()
 
 
+def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
+    """Each partition of ``topic``: its end offset now."""
+    consumer = kafka_client.consumer(settings.kafka, f"test-{uuid.uuid4().hex}")
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in partitions
+        }
+    finally:
+        consumer.close()
+
+
+def delete_to_end(settings: Settings, topic: str) -> dict[int, int]:
+    """Delete every record of ``topic`` as retention would; each partition's end offset."""
+    ends = end_offsets(settings, topic)
+    admin = kafka_client.admin(settings.kafka)
+    deleted = [TopicPartition(topic, p, end) for p, end in ends.items()]
+    for future in admin.delete_records(deleted).values():
+        future.result(timeout=60)
+    return ends
+
+
 def _at_end(consumer: Any, partitions: list[TopicPartition], ends: dict[int, int]) -> bool:
     positions = consumer.position(partitions)
     return all(tp.offset >= ends[tp.partition] or ends[tp.partition] == 0 for tp in positions)
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(url: str) -> Samples:
+    """A Prometheus scrape of ``url``: (sample name, sorted labels) -> value."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = response.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
 
 
 def doc_count(es: Any, index: str) -> int:
@@ -222,15 +264,18 @@ def assert_exact_join(
     config: PipelineConfig,
     expected: dict[str, Any],
     no_dead_letters: bool = True,
+    ready_deleted: frozenset[str] = frozenset(),
 ) -> None:
     """The pipeline's whole output is the expected join, each complete key exactly once.
 
     Every complete key (and no other) fired once on the committed ready topic,
     has its enriched document, equal to the expected join, and appears once on
-    the enriched topic; with ``no_dead_letters``, the DLQ is empty.
+    the enriched topic; with ``no_dead_letters``, the DLQ is empty. The keys of
+    ``ready_deleted`` fired before their ready events were deleted: none fired again.
     """
     ready = Counter(key for key, _ in read_topic(settings, config.ready_topic))
-    assert ready == Counter(set(expected)), "each complete key fired exactly once, no other"
+    once = Counter(set(expected) - ready_deleted)
+    assert ready == once, "each complete key fired exactly once, no other"
     docs = enriched_docs(settings, config)
     assert set(docs) == set(expected)
     for key, doc in docs.items():

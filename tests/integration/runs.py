@@ -7,7 +7,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from fusion.core import faults
@@ -20,9 +22,15 @@ RUN_TIMEOUT = 240.0
 
 
 def start_run(
-    config_file: Path, settings: Settings, points: list[str], fault_dir: Path, *args: str
+    config_file: Path,
+    settings: Settings,
+    points: list[str],
+    fault_dir: Path,
+    *args: str,
+    hold: str | None = None,
 ) -> subprocess.Popen[str]:
-    """`fusion run` until idle, in its own process group, with ``points`` armed."""
+    """`fusion run` until idle, in its own process group, with ``points`` armed (and
+    ``hold``, a ``FUSION_HOLD_AT`` value)."""
     env = dict(
         os.environ,
         FUSION_HOME=str(settings.runtime.home),
@@ -31,6 +39,9 @@ def start_run(
         FUSION_FAULT_DIR=str(fault_dir),
     )
     env.pop(faults.CRASH_ENV, None)
+    env.pop(faults.HOLD_ENV, None)
+    if hold:
+        env[faults.HOLD_ENV] = hold
     if points:
         env[faults.CRASH_ENV] = ",".join(points)
     return subprocess.Popen(
@@ -93,3 +104,25 @@ def finish(
         assert es.count(index=config.enriched_index)["count"] == complete
     finally:
         kill_group(process)
+
+
+def timed(call: Callable[[], None], limit: float) -> float:
+    """Seconds ``call`` took; fails after ``limit`` s rather than wait for it."""
+    took: list[float] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        started = time.monotonic()
+        try:
+            call()
+        except BaseException as exc:  # handed to the test's thread
+            failed.append(exc)
+        took.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(limit)
+    assert took, f"still waiting after {limit:g} s"
+    if failed:
+        raise failed[0]
+    return took[0]

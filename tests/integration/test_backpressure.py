@@ -35,7 +35,7 @@ from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import ES_BACKPRESSURE_ALERT, ES_REJECTED, ES_RETRIES
 from fusion.ops import status
-from fusion.ops.prometheus import families
+from fusion.ops.prometheus import MetricsServer, PipelineCollector
 from tests.integration.conftest import ES_VERSION_ENV
 from tests.integration.pipelines import (
     RunningPipeline,
@@ -43,6 +43,7 @@ from tests.integration.pipelines import (
     drop,
     make_config,
     parsed_records,
+    scrape,
 )
 
 TINY_QUEUE = {"thread_pool.write.size": "1", "thread_pool.write.queue_size": "1"}
@@ -148,31 +149,38 @@ def test_a_storm_of_429s_shows_on_the_status_line_status_and_prometheus_and_lose
     seen: dict[str, Any] = {}
     try:
         with RunningPipeline(spark, config) as run:
-            with Flood(es, make_index("flood")):
-                produce(config, data.records)
+            # The endpoint `fusion run --metrics-port` serves, over this run's metrics.
+            collector = PipelineCollector(config, ["single"], run.metrics, dict)
+            with MetricsServer(collector, "127.0.0.1", 0) as server:
+                with Flood(es, make_index("flood")):
+                    produce(config, data.records)
 
-                def shown() -> bool:
-                    alerts = run.metrics.alerts()
-                    if ES_BACKPRESSURE_ALERT in alerts:
-                        counts = run.metrics.counts()
-                        seen["line"] = Figures(counts).status_line(alerts)
-                        seen["prometheus"] = families(config, ["single"], counts, alerts, {})
-                        looked = status.gather(None, config)
-                        seen["status"] = status.render(status.build(config, looked))
-                    return bool(seen) and "[alert] Elasticsearch" in seen["status"]
+                    def shown() -> bool:
+                        alerts = run.metrics.alerts()
+                        if ES_BACKPRESSURE_ALERT in alerts:
+                            counts = run.metrics.counts()
+                            seen["line"] = Figures(counts).status_line(alerts)
+                            seen["prometheus"] = scrape(server.url)
+                            looked = status.gather(None, config)
+                            seen["status"] = status.render(status.build(config, looked))
+                        return bool(seen) and "[alert] Elasticsearch" in seen["status"]
 
-                run.wait_for(shown, 120, "the back-pressure alert, also in fusion status")
-            run.wait_for(
-                lambda: run.metrics.get("enricher.enriched") >= len(data.expected),
-                300,
-                "every key enriched after the storm",
-            )
+                    run.wait_for(shown, 120, "the back-pressure alert, also in fusion status")
+                run.wait_for(
+                    lambda: run.metrics.get("enricher.enriched") >= len(data.expected),
+                    300,
+                    "every key enriched after the storm",
+                )
+                after = scrape(server.url)
             counts = run.metrics.counts()
         assert seen["line"].startswith("[Elasticsearch rejecting requests (429"), seen["line"]
-        gauge = next(f for f in seen["prometheus"] if f.name == "fusion_es_backpressure_active")
-        assert gauge.samples[0].value == 1
+        assert seen["prometheus"][("fusion_es_backpressure_active", ())] == 1
         assert "[alert] Elasticsearch rejecting requests now (429" in seen["status"]
         assert counts.get(ES_REJECTED, 0) > 0
+        # The pipeline's own requests were rejected and retried (the node is up and answers
+        # every other request: a retry here is a 429), not only the flood's.
+        assert counts.get(ES_RETRIES, 0) > 0, "no request of the pipeline was retried"
+        assert after[("fusion_es_retries_total", ())] > 0  # and the endpoint says so
         assert_exact_join(on_crowded, config, data.expected)
     finally:
         drop(config)

@@ -49,7 +49,8 @@ def test_a_short_soak_kills_restarts_and_reports_nothing_lost_nothing_twice(
     assert any(w["keys"] for w in report["windows"] if not w["after_input"])
     assert all((w["latency_p99_seconds"] is None) == (not w["keys"]) for w in report["windows"])
     samples = report["samples"]
-    assert samples and all(s["pipeline_rss_mb"] > 0 and s["state_keys"] >= 0 for s in samples)
+    assert samples and all(s["pipeline_rss_mb"] > 0 for s in samples)
+    assert max(s["state_keys"] for s in samples) > 0, "the counter's state was never read"
     assert set(report["flatness"]) == set(soak_report.SERIES)
     json_path, md_path = soak_report.write_report(report, tmp_path)
     text = md_path.read_text()

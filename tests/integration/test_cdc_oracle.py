@@ -23,9 +23,10 @@ from typing import Any
 
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
+from fusion.infra.cdc.connect import avro_converter
 from tests.integration.conftest import Cdc
 from tests.integration.oracles import captured, differences, joined_rows, settle, wait_for_work
-from tests.integration.pipelines import drop
+from tests.integration.pipelines import drop, read_raw
 from tests.integration.runs import kill_group, start_run
 
 TABLES = {"orders": "id", "payments": "order_ref", "shipments": "order_no"}
@@ -89,7 +90,10 @@ def _create(cdc: Cdc, schema: str) -> None:
         cdc.sql(f"CREATE TABLE {schema}.{table} ({key} int PRIMARY KEY, {text} text, {number} int)")
 
 
-def _pipeline(settings: Settings, path: Path, schema: str, prefix: str) -> Path:
+def _pipeline(
+    settings: Settings, path: Path, schema: str, prefix: str, registry: str | None = None
+) -> Path:
+    form = "debezium-avro" if registry else "debezium"
     lines = [
         "[pipeline]",
         f'name = "{prefix}"',
@@ -99,9 +103,11 @@ def _pipeline(settings: Settings, path: Path, schema: str, prefix: str) -> Path:
     ]
     for table, key in TABLES.items():
         lines += ["[[sources]]", f'name = "{table}"', f'topic = "{prefix}.{schema}.{table}"']
-        lines += [f'key = "{key}"', 'format = "debezium"', "required = false"]
+        lines += [f'key = "{key}"', f'format = "{form}"', "required = false"]
     lines += ["[kafka]", f'bootstrap = "{settings.kafka.bootstrap}"']
     lines += ["[elasticsearch]", f'url = "{settings.elasticsearch.url}"']
+    if registry:
+        lines += ["[registry]", f'url = "{registry}"']
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -146,5 +152,34 @@ def test_the_enriched_index_is_the_databases_join_through_a_kill(
             for key, doc in docs.items():
                 gone = doc["fusion"]["missing"]
                 assert all(table not in expected[key] for table in gone), (key, gone)
+        finally:
+            drop(config)
+
+
+def test_debeziums_avro_change_events_through_a_real_registry_are_the_databases_join(
+    cdc: Cdc, registry: str, settings: Settings, tmp_path: Path
+) -> None:
+    """``format = "debezium-avro"``: the events as Debezium's Avro converter writes them
+    (Apicurio's, in the registry's wire format), snapshot, updates, deletes and key changes."""
+    schema = f"s{uuid.uuid4().hex[:8]}"
+    prefix = f"avro{uuid.uuid4().hex[:8]}"
+    _create(cdc, schema)
+    workload = Workload(cdc, schema, seed=44)
+    workload.run(40)  # the snapshot's (op r)
+    tables = [f"{schema}.{table}" for table in TABLES]
+    config_file = _pipeline(settings, tmp_path / "pipeline.toml", schema, prefix, registry)
+    config = PipelineConfig.load(config_file, env={})
+    with captured(cdc, prefix, tables, avro_converter(registry)):
+        try:
+            workload.run(80, pause=0.01)
+            expected = _database_join(cdc, schema)
+            settle(
+                config_file, settings, tmp_path, config,
+                lambda docs: differences(expected, docs, TABLES), 300,
+            )  # fmt: skip
+            # Every record was Avro in the wire format, none a dead letter.
+            assert read_raw(settings, config.dlq_topic) == []
+            values = [v for t in tables for _, v, _ in read_raw(settings, f"{prefix}.{t}") if v]
+            assert values and all(value[0] == 0 for value in values)
         finally:
             drop(config)

@@ -8,7 +8,8 @@ kills, at one named point:
 - the driver process (``<stage>.driver.*``: between the tasks' commits and
   the driver's batch marker, or after it but before Spark's commit): the run
   dies by SIGKILL, and the next run resumes from the checkpoints;
-- the executor JVM (``...:jvm``; in local mode the whole Spark application):
+- the executor JVM (``...:jvm``; in local mode the whole Spark application),
+  from a Python worker or from the JVM writer inside its open transaction:
   the run dies, and the next one resumes;
 - the Python worker of a task (every other point: inside the bulk write, the
   lookup, an open Kafka transaction, ...): Spark retries the task in a fresh
@@ -44,6 +45,9 @@ SINGLE_RUNS: Runs = [
     (["counter.driver.before_commit"], "killed"),  # every task committed, the driver not
     (["counter.driver.after_commit"], "killed"),  # the driver committed, Spark's batch not
     (["enricher.after_lookup:jvm"], "died"),  # the whole JVM, between lookup and write
+    # The whole JVM halted inside a writer's open transaction (kill -9, not an exception):
+    (["indexer.before_commit:jvm"], "died"),  # acks sent, not committed
+    (["counter.before_commit:jvm"], "died"),  # events and enriched records sent, not committed
     # Tasks, each retried within the same run (Python workers, or the JVM writer's task):
     (
         [
@@ -67,6 +71,7 @@ STAGES_RUNS: Runs = [
         [
             "indexer.before_bulk",
             "indexer.after_bulk",
+            "indexer.before_commit",
             "indexer.after_commit",
             "counter.before_commit",  # ready events inside the open transaction
             "counter.after_commit",
@@ -79,7 +84,7 @@ STAGES_RUNS: Runs = [
 ]
 # The Python counter engine, in the default layout: the kills around the batch's commits
 # (a replay recomputes the events from the engine's state) and every task point.
-PYTHON_RUNS: Runs = [SINGLE_RUNS[0], SINGLE_RUNS[1], SINGLE_RUNS[3]]
+PYTHON_RUNS: Runs = [SINGLE_RUNS[0], SINGLE_RUNS[1], SINGLE_RUNS[-1]]
 LAYOUTS = {
     "single": ({}, SINGLE_RUNS),
     "stages": ({"enrich_in": "enricher"}, STAGES_RUNS),

@@ -173,8 +173,13 @@ def test_deletes_in_flight_at_every_crash_point_apply_once(
         crash(config_file, settings, [], "finished", tmp_path)  # every order fired
         gone = [event("d", tables[key % 3], key) for key in orders]
         produce(config, gone[:6])
-        points = ["indexer.after_bulk", "indexer.before_commit", "counter.before_commit"]
-        crash(config_file, settings, [*points, "enricher.after_write"], "finished", tmp_path)
+        # Every task point of the default layout, each retried within the run.
+        indexer = ["indexer.before_bulk", "indexer.after_bulk", "indexer.before_commit"]
+        counter = ["indexer.after_commit", "counter.before_commit", "counter.after_commit"]
+        crash(
+            config_file, settings, [*indexer, *counter, "enricher.after_write"], "finished",
+            tmp_path,
+        )  # fmt: skip
         produce(config, gone[6:] + gone[:2])  # two deletes replayed: no change
         crash(config_file, settings, ["counter.driver.before_commit"], "killed", tmp_path)
         crash(config_file, settings, [], "finished", tmp_path)

@@ -154,12 +154,24 @@ def test_the_enriched_items_are_the_databases_foreign_key_join_through_a_kill(
     config = PipelineConfig.load(config_file, env={})
     with captured(cdc, prefix, tables):
         try:
-            run = start_run(config_file, settings, [], tmp_path, "--stop-when-idle", "600")
+            # A fan-out task that has searched its page holds there, its slot acks and the
+            # request that continues not yet published, once the gate exists.
+            gate = tmp_path / "fanout-gate"
+            hold = f"fanout.after_page={gate}"
+            run = start_run(
+                config_file, settings, [], tmp_path, "--stop-when-idle", "600", hold=hold
+            )
             try:
                 wait_for_work(run, settings, config, 240)
+                gate.touch()
                 workload.run(40, pause=0.05)  # renames: fan-outs of about 15 items each
+                held = Path(f"{gate}.reached")
+                deadline = time.monotonic() + 240
+                while not held.exists():
+                    assert run.poll() is None and time.monotonic() < deadline, "no fan-out paged"
+                    time.sleep(0.2)
             finally:
-                kill_group(run)  # kill -9 while fan-outs are under way
+                kill_group(run)  # kill -9 with a fan-out's page done and not published
             workload.run(60, pause=0.01)
             expected = _database_join(cdc, schema)
             args = ()

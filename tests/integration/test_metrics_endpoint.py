@@ -5,14 +5,12 @@ from __future__ import annotations
 import threading
 import time
 import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from fusion import pipeline
 from fusion.bench.generator import GenOptions, build_dataset, produce
@@ -21,9 +19,7 @@ from fusion.core.settings import MetricsSettings, Settings
 from fusion.counter import state as counter_state
 from fusion.kafka import topics as kafka_topics
 from fusion.observe.metrics import Metrics
-from tests.integration.pipelines import drop, make_config, read_topic
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+from tests.integration.pipelines import Samples, drop, make_config, read_topic, scrape
 
 
 @pytest.fixture
@@ -31,17 +27,6 @@ def config(settings: Settings, tmp_path: Path) -> Iterator[PipelineConfig]:
     made = make_config(settings, tmp_path, ["a", "b", "c"])
     yield made.model_copy(update={"metrics": MetricsSettings(port=0)})  # any free port
     drop(made)
-
-
-def _scrape(url: str) -> Samples:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        text = response.read().decode()
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
 
 
 def test_a_scrape_during_a_real_run_shows_the_runs_counts(
@@ -70,7 +55,7 @@ def test_a_scrape_during_a_real_run_shows_the_runs_counts(
 
         def settled() -> Samples | None:
             assert runner.is_alive(), failure
-            samples = _scrape(url)
+            samples = scrape(url)
             lag = [v for (name, _), v in samples.items() if name == "fusion_consumer_lag_records"]
             # One lag series per query: the default layout runs one.
             done = samples[("fusion_counter_fired_keys_total", ())] == want and len(lag) == 1
@@ -122,7 +107,7 @@ def test_a_scrape_during_a_real_run_shows_the_runs_counts(
     missing = Counter(name for names in data.missing.values() for name in names)
     assert state.pending_by_missing == dict(missing) and missing
     with pytest.raises(urllib.error.URLError):
-        _scrape(url)  # the endpoint ends with the run
+        scrape(url)  # the endpoint ends with the run
 
 
 def _wait(probe: Any, timeout: float = 120.0) -> Any:

@@ -7,6 +7,7 @@ and reads what it says on stderr: one line naming the problem, no stack trace.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -16,23 +17,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import TopicPartition
+from elasticsearch import Elasticsearch
 
 from fusion.bench.generator import produce
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ExitCode
+from fusion.core.events import now_iso
+from fusion.core.instance import Holder
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
-from fusion.kafka import client as kafka_client
+from fusion.elastic.lease import Lease
 from fusion.kafka import topics as kafka_topics
 from tests.integration.es_proxy import CountingProxy
 from tests.integration.pipelines import (
     doc_count,
     drop,
+    end_offsets,
     read_raw,
     source_record,
     write_config_file,
 )
+from tests.integration.runs import timed
 
 BIN = Path(sys.executable).parent
 
@@ -78,8 +83,14 @@ def _one_line_error(stderr: str) -> str:
     return errors[0]
 
 
-@pytest.mark.parametrize("layout", ["single", "stages"])
-def test_a_second_process_of_a_pipeline_refuses_to_run_naming_the_first(
+# What ends the first process: in the single layout another machine's process takes its
+# components over (as after it could not reach Elasticsearch for its lease's length) and it
+# stops; in stages it is killed with SIGKILL and the next process takes over at once.
+ENDS = {"single": "taken over", "stages": "killed"}
+
+
+@pytest.mark.parametrize("layout", ENDS)
+def test_one_process_per_component_a_second_refused_a_killed_one_taken_over_at_once(
     settings: Settings, tmp_path: Path, layout: str
 ) -> None:
     first = write_config_file(settings, tmp_path / "first.toml", ["a", "b"], layout=layout)
@@ -110,8 +121,44 @@ def test_a_second_process_of_a_pipeline_refuses_to_run_naming_the_first(
             assert acked() == 1
             produce(config, [source_record(config, "a", "K2", n=2)])
             _wait(lambda: doc_count(es, index) >= 2, 120, "the first process to index K2", older)
+
+            components = _leased(es, config)
+            if ENDS[layout] == "taken over":
+                _take_over(es, config, components)
+                code = older.wait(timeout=120)  # its next look: a third of its lease at most
+                line = _one_line_error(older.stderr.read() if older.stderr else "")
+                assert code == ExitCode.ALREADY_RUNNING, line
+                assert "another process took its" in line, line
+                assert "pid 4242 on another-machine" in line, line
+                return
+            os.killpg(older.pid, signal.SIGKILL)
+            older.wait(timeout=30)
+        # Its holder is gone from this machine: the next process takes over at once, not
+        # after its lease (a lease of 10 minutes here).
+        lease = Lease(es, config.lease_index, config.name, components, lease_seconds=600.0)
+        took = timed(lease.acquire, limit=60.0)
+        lease.release()
+        assert took < 2.0, f"the takeover of a killed holder took {took:.1f} s"
     finally:
         drop(config)
+
+
+def _leased(es: Elasticsearch, config: PipelineConfig) -> list[str]:
+    """The components a running process holds leases on."""
+    es.indices.refresh(index=config.lease_index)
+    found = es.search(index=config.lease_index, query={"match_all": {}})["hits"]["hits"]
+    assert found and all(not hit["_source"]["released"] for hit in found)
+    return sorted(hit["_id"] for hit in found)
+
+
+def _take_over(es: Elasticsearch, config: PipelineConfig, components: list[str]) -> None:
+    """Write another machine's process over ``components``' lease documents."""
+    other = dataclasses.replace(
+        Holder.this_process(), host="another-machine", boot="b", pid=4242, token="t"
+    )
+    for component in components:
+        document = other.to_doc() | {"released": False, "renewed_at": now_iso()}
+        es.index(index=config.lease_index, id=component, document=document)
 
 
 def test_a_query_that_dies_mid_run_stops_fusion_run_with_one_line(
@@ -165,20 +212,8 @@ def test_an_index_deleted_under_a_running_pipeline_stops_it_with_its_name_and_no
             line = _one_line_error(run.stderr.read() if run.stderr else "")
         assert code == ExitCode.DEPLOYMENT, line
         assert f"index {index} does not exist" in line and "nothing was dead-lettered" in line
-        dlq = config.dlq_topic
-        assert all(end == 0 for end in _ends(settings, dlq)), "a dead letter was written"
+        ends = end_offsets(settings, config.dlq_topic)
+        assert all(end == 0 for end in ends.values()), "a dead letter was written"
     finally:
         es.cluster.put_settings(persistent={"action.auto_create_index": None})
         drop(config)
-
-
-def _ends(settings: Settings, topic: str) -> list[int]:
-    consumer = kafka_client.consumer(settings.kafka, "test-ends")
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        return [
-            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in partitions
-        ]
-    finally:
-        consumer.close()

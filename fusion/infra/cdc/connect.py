@@ -46,6 +46,17 @@ DEBEZIUM_POSTGRES = Coordinate(
     excluded=("io.debezium:debezium-storage-chronicle-queue", "org.apache.kafka:*", "org.slf4j:*"),
 )
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+# Debezium's change events in Avro through a registry (format = "debezium-avro"): Apicurio's
+# converter. 2.6 is the newest whose parent POM Maven Central serves; it speaks the registry's
+# v2 API, which Apicurio Registry 3 still serves. Confluent's converter is not on Maven Central.
+CONVERTER_VERSION = "2.6.13.Final"
+AVRO_CONVERTER = Coordinate(
+    "io.apicurio",
+    "apicurio-registry-utils-converter",
+    CONVERTER_VERSION,
+    excluded=("org.apache.kafka:*", "org.slf4j:*"),
+)
+AVRO_CONVERTER_CLASS = "io.apicurio.registry.utils.converter.AvroConverter"
 
 
 def connect_dir(artifacts: Path) -> Path:
@@ -54,14 +65,37 @@ def connect_dir(artifacts: Path) -> Path:
 
 
 def fetch_connect(artifacts: Path) -> Path:
-    """The worker's jars and the connector plugin, fetched with Maven on first use."""
+    """The worker's jars, the connector plugin and the Avro converter plugin, fetched with
+    Maven on first use."""
     target = connect_dir(artifacts)
     if not target.is_dir():
         with staging(target) as building:
             maven_copy(CONNECT_WORKER, building / "libs", transitive=True)
             plugin = building / "plugins" / "debezium-connector-postgres"
             maven_copy([DEBEZIUM_POSTGRES], plugin, transitive=True)
+    converter = target / "plugins" / f"apicurio-converter-{CONVERTER_VERSION}"
+    if not converter.is_dir():
+        with staging(converter) as building:
+            maven_copy([AVRO_CONVERTER], building, transitive=True)
     return target
+
+
+def avro_converter(registry_url: str) -> dict[str, str]:
+    """A connector's value converter settings: Avro in a registry's wire format (a zero
+    byte, the schema's 4-byte content id, the body), the schema registered by the converter.
+
+    ``registry_url``: the registry's Confluent-compatible API (``.../apis/ccompat/v7``), as
+    ``[registry] url`` names it; the converter talks to the same registry's own API.
+    """
+    own_api = registry_url.split("/apis/")[0] + "/apis/registry/v2"
+    return {
+        "value.converter": AVRO_CONVERTER_CLASS,
+        "value.converter.apicurio.registry.url": own_api,
+        "value.converter.apicurio.registry.auto-register": "true",
+        "value.converter.apicurio.registry.as-confluent": "true",
+        "value.converter.apicurio.registry.use-id": "contentId",
+        "value.converter.apicurio.registry.headers.enabled": "false",
+    }
 
 
 class LocalConnect:

@@ -18,6 +18,7 @@ from elasticsearch import Elasticsearch
 from fusion.core.instance import Holder
 from fusion.elastic.errors import AlreadyRunningError, LeaseLostError
 from fusion.elastic.lease import Lease
+from tests.integration.runs import timed
 
 LEASE_SECONDS = 2.0
 
@@ -66,7 +67,8 @@ def test_a_holder_on_this_machine_that_was_killed_is_taken_over_at_once(
     # A process of this boot whose pid now belongs to no process that started then.
     _write_holder(es, index, dataclasses.replace(here, start_ticks=1, token="t-killed"))
     lease = Lease(es, index, "p", ["counter"], lease_seconds=600.0)
-    lease.acquire()  # with a lease of 10 minutes: at once, or the test would hang
+    took = timed(lease.acquire, limit=30.0)  # a lease of 10 minutes, taken over at once
+    assert took < 2.0, f"{took:.1f} s"
     assert es.get(index=index, id="counter")["_source"]["token"] == lease.me.token
     lease.release()
 
@@ -77,7 +79,8 @@ def test_a_holder_elsewhere_that_stopped_renewing_is_taken_over_after_the_lease(
     index = make_index("lease")
     _write_holder(es, index, _elsewhere())
     lease = _lease(es, index)
-    lease.acquire()
+    took = timed(lease.acquire, limit=10 * LEASE_SECONDS)
+    assert took >= LEASE_SECONDS, f"taken over after {took:.1f} s, before the lease ran out"
     assert es.get(index=index, id="counter")["_source"]["token"] == lease.me.token
     lease.release()
 
@@ -98,7 +101,7 @@ def test_a_holder_elsewhere_that_renews_is_refused(
     renewing.start()
     try:
         with pytest.raises(AlreadyRunningError) as refused:
-            _lease(es, index).acquire()
+            timed(_lease(es, index).acquire, limit=10 * LEASE_SECONDS)
         assert "pid 4242 on another-machine" in str(refused.value)
     finally:
         stop.set()

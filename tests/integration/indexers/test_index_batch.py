@@ -26,14 +26,19 @@ from indexers.task import index_records
 from tests.integration.pipelines import drop, make_config, read_topic
 
 
-@pytest.fixture
-def config(settings: Settings, tmp_path: Path) -> Iterator[PipelineConfig]:
-    base = make_config(settings, tmp_path, ["billing", "insurance"])
+def _config(settings: Settings, tmp_path: Path, **options: Any) -> PipelineConfig:
+    base = make_config(settings, tmp_path, ["billing", "insurance"], **options)
     data = base.model_dump(mode="python")
     data["sources"][0]["fields"] = {"amount": "double"}
     config = PipelineConfig.model_validate(data)
     kafka_topics.ensure_topics(config)
     es_indexes.ensure_indexes(es_client.connect(config.elasticsearch), config)
+    return config
+
+
+@pytest.fixture
+def config(settings: Settings, tmp_path: Path) -> Iterator[PipelineConfig]:
+    config = _config(settings, tmp_path)
     yield config
     drop(config)
 
@@ -90,6 +95,32 @@ def test_only_confirmed_documents_are_acked_and_mapping_conflicts_go_to_the_dlq(
     assert "amount" in dead[2]["reason"]
     assert dead[2]["original"] == '{"entity_id": "B", "amount": "not a number"}'
     assert dead[4]["reason"].startswith("invalid JSON")
+
+
+def test_an_acked_document_is_searchable_when_its_ack_is_read_whatever_the_refresh_interval(
+    spark: Any, settings: Settings, tmp_path: Path
+) -> None:
+    # A source index that refreshes every 30 s on its own: only the bulk request's
+    # refresh=wait_for can make a document searchable before its ack goes out.
+    config = _config(settings, tmp_path, refresh_interval="30s")
+    try:
+        es = es_client.connect(config.elasticsearch)
+        index = config.index_of(config.source("billing"))
+        assert (
+            es.indices.get_settings(index=index)[index]["settings"]["index"]["refresh_interval"]
+            == "30s"
+        )
+        records = [_raw(b'{"entity_id": "S%d", "amount": %d}' % (n, n), n) for n in range(5)]
+        _index(spark, _job(config, str(uuid.uuid4()), 0), records)
+
+        acks = read_topic(settings, config.acks_topic)
+        assert sorted(key for key, _ in acks) == [f"S{n}" for n in range(5)]
+        # A search, not a get (a get is real-time and would find an unrefreshed document).
+        ids = [ack["doc_id"] for _, ack in acks]
+        found = es.search(index=index, query={"ids": {"values": ids}}, size=10)
+        assert sorted(hit["_id"] for hit in found["hits"]["hits"]) == sorted(ids)
+    finally:
+        drop(config)
 
 
 def test_replays_are_idempotent_and_older_data_never_overwrites_newer(
