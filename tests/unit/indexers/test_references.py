@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fusion.core.config_dimensions import Reference
 from indexers.references import Named, references_in, stored_refs
-from tests.unit.indexers.test_records_properties import JSON_VALUE, TEXT
+from tests.strategies import JSON_VALUE, TEXT
 
 BRAND = Reference("item", "brand", "brand_id")
 NESTED = Reference("item", "tax_status", "tax.id")

@@ -21,6 +21,17 @@ def _close(estimate: float | None, exact: float | None, error: float) -> bool:
     return abs(estimate - exact) <= error * exact * (1 + 1e-9) + 1e-9
 
 
+def _merged(latencies: list[float], tasks: int, rng: random.Random) -> Metrics:
+    """``latencies`` observed by ``tasks`` tasks at random, added up as the driver does."""
+    metrics = [Metrics() for _ in range(tasks)]
+    for seconds in latencies:
+        rng.choice(metrics).observe_latency(seconds)
+    driver = Metrics()
+    for task in metrics:
+        driver.add_all(task.counts())
+    return driver
+
+
 @settings(max_examples=200, deadline=None)
 @given(LATENCIES, st.integers(min_value=1, max_value=6), st.randoms())
 def test_merged_across_tasks_each_quantile_is_within_the_stated_error(
@@ -28,12 +39,7 @@ def test_merged_across_tasks_each_quantile_is_within_the_stated_error(
 ) -> None:
     """Tasks observe apart, the driver adds them up (compacting past MAX_BINS), a reader of
     the counts answers: every quantile within the level's error of the exact nearest rank."""
-    metrics = [Metrics() for _ in range(tasks)]
-    for seconds in latencies:
-        rng.choice(metrics).observe_latency(seconds)
-    driver = Metrics()
-    for task in metrics:
-        driver.add_all(task.counts())
+    driver = _merged(latencies, tasks, rng)
 
     found = sketch.quantiles(driver.counts())
     exact = percentiles(sorted(latencies))
@@ -65,12 +71,7 @@ def test_latencies_that_fit_the_bins_are_answered_within_1_percent(
     smallest, factors = fitting
     sweep = [1 + 0.7 * n / 70 for n in range(71)]  # every bin of the spread holds a latency
     latencies = [smallest * factor for factor in [*sweep, *factors]]
-    metrics = [Metrics() for _ in range(tasks)]
-    for seconds in latencies:
-        rng.choice(metrics).observe_latency(seconds)
-    driver = Metrics()
-    for task in metrics:
-        driver.add_all(task.counts())
+    driver = _merged(latencies, tasks, rng)
 
     found, exact = sketch.quantiles(driver.counts()), percentiles(sorted(latencies))
 
