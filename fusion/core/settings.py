@@ -63,6 +63,9 @@ class SparkSettings(BaseModel):
     app_name: str = "fusion"
     shuffle_partitions: int = Field(default=4, ge=1)
     ui_enabled: bool = False
+    # The driver's JVM maps the archive of Spark's classes that `fusion infra fetch`
+    # builds (fusion.infra.class_archive): a third less CPU at each start.
+    class_sharing: bool = True
     state_store: StateStore = "rocksdb"
     # The Python the executors run (it needs Fusion's dependencies, not Fusion:
     # its code is shipped); default: the one running Fusion.

@@ -5,6 +5,8 @@ Layout under ``<home>/artifacts`` (``home`` defaults to ``~/.cache/fusion``)::
     kafka-<version>/libs/*.jar            broker jars (kafka_2.13 and its runtime deps)
     elasticsearch-<version>/              the extracted integ-test-zip distribution
     spark-kafka-<version>/*.jar           Spark's Kafka connector and what it needs
+    fusion-jvm-<digest>.jar               Fusion's JVM classes, compiled here
+    spark-classes-<digest>.jsa            the JVM's archive of Spark's classes, built here
 
 A directory is built under a temporary name and renamed into place only when
 complete, so an interrupted download is retried on the next call and a
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from fusion.infra import class_archive
 from fusion.infra import jvm_code as jvm
 from fusion.infra.errors import DownloadError, ToolMissingError
 
@@ -37,13 +40,18 @@ ELASTICSEARCH_VERSION = "8.19.21"
 # integration smoke test). Bump these when the 4.3.0 connector is published.
 SPARK_KAFKA_VERSION = "4.2.0"
 
-# fusion-jvm is not downloaded: it is Fusion's own Java (the counter), compiled here.
-ArtifactSet = Literal["kafka", "elasticsearch", "spark-kafka", "fusion-jvm"]
-ARTIFACT_SETS: tuple[ArtifactSet, ...] = ("kafka", "elasticsearch", "spark-kafka", "fusion-jvm")
+# fusion-jvm is not downloaded: it is Fusion's own Java (the counter), compiled here;
+# spark-classes neither: the JVM's archive of Spark's classes (class_archive.py), built here.
+ArtifactSet = Literal["kafka", "elasticsearch", "spark-kafka", "fusion-jvm", "spark-classes"]
+ARTIFACT_SETS: tuple[ArtifactSet, ...] = (
+    "kafka", "elasticsearch", "spark-kafka", "fusion-jvm", "spark-classes",
+)  # fmt: skip
 
 
 def preparing(name: ArtifactSet) -> str:
     """What getting an artifact set means, for progress lines."""
+    if name == "spark-classes":
+        return "archiving Spark's classes for faster JVM starts"
     if name != "fusion-jvm":
         return f"fetching {name} with Maven"
     if jvm.find_javac() is None:
@@ -136,6 +144,7 @@ class ArtifactCache:
             "elasticsearch": self.elasticsearch_dir.is_dir(),
             "spark-kafka": self.spark_kafka_dir.is_dir(),
             "fusion-jvm": jvm.jar_path(self.home).is_file(),
+            "spark-classes": class_archive.archive_path(self.home).is_file(),
         }
         return [name for name in ARTIFACT_SETS if not there[name]]
 
@@ -147,6 +156,8 @@ class ArtifactCache:
             self.elasticsearch_home()
         elif name == "spark-kafka":
             self.spark_kafka_jars()
+        elif name == "spark-classes":
+            class_archive.build(self.home)
         else:
             jvm.fusion_jar(self.home, self.spark_kafka_jars(), self.java_compiler)
 

@@ -69,6 +69,16 @@ class CompileError(InfraError):
         )
 
 
+class ClassArchiveError(InfraError):
+    """Spark's JVM did not write its class archive (its starts are only slower without)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"Spark's JVM did not write its class archive ({detail}): an OpenJDK (HotSpot) "
+            "17 or newer writes one; check `java -XX:ArchiveClassesAtExit=/tmp/a.jsa -version`"
+        )
+
+
 class EngineError(InfraError):
     """No Docker engine answers, and none could be started here."""
 

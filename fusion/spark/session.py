@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from fusion.core.config import PipelineConfig
 from fusion.core.faults import ENV_NAMES
 from fusion.core.settings import Settings
+from fusion.infra import class_archive
 from fusion.infra import jvm_code as jvm
 from fusion.infra.artifacts import ArtifactCache
 from fusion.spark import daemon, memory_limits
@@ -96,6 +97,10 @@ def spark_session(
     conf["spark.driver.extraJavaOptions"] = (
         f"{conf.get('spark.driver.extraJavaOptions', '')} {logs}"
     )
+    sharing = class_archive.java_option(settings.runtime.home)
+    if sharing and settings.spark.class_sharing and not submitted:
+        # Under spark-submit the driver's JVM is started already.
+        conf["spark.driver.extraJavaOptions"] += f" {sharing}"
     for key, value in conf.items():
         builder = builder.config(key, value)
     with spark_logs.stderr_to(None if settings.spark.log_to_console else logs_file):

@@ -33,6 +33,7 @@ from elasticsearch import Elasticsearch
 from fusion.core.machine.ports import free_port
 from fusion.core.settings import ElasticsearchSettings, RuntimeSettings, Settings
 from fusion.elastic import client as es_client
+from fusion.infra import class_archive
 from fusion.infra.cdc.postgres import LocalPostgres
 from fusion.infra.cdc.servers import start_cdc, wait_cdc
 from fusion.infra.errors import ServerStartError
@@ -297,6 +298,8 @@ def settings(servers: Endpoints) -> Settings:
 
 @pytest.fixture(scope="session")
 def spark(settings: Settings) -> Iterator[Any]:
+    # `make provision` built it already: servers started elsewhere (testcontainers) did not.
+    class_archive.build(settings.runtime.home)
     session = spark_session(settings, app_name="fusion-tests")
     # "Current batch is falling behind" on 2 busy cores is expected, not news.
     session.sparkContext.setLogLevel("ERROR")

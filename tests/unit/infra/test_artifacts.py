@@ -41,7 +41,7 @@ def test_cache_reports_missing_sets(tmp_path: Path) -> None:
     cache = ArtifactCache(tmp_path)
     cache.kafka_dir.mkdir(parents=True)
 
-    assert cache.missing() == ["elasticsearch", "spark-kafka", "fusion-jvm"]
+    assert cache.missing() == ["elasticsearch", "spark-kafka", "fusion-jvm", "spark-classes"]
 
 
 def test_zip_extraction_keeps_exec_bits(tmp_path: Path) -> None:
