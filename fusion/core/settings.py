@@ -64,7 +64,7 @@ class SparkSettings(BaseModel):
     shuffle_partitions: int = Field(default=4, ge=1)
     ui_enabled: bool = False
     # The driver's JVM maps the archive of Spark's classes that `fusion infra fetch`
-    # builds (fusion.infra.class_archive): a third less CPU at each start.
+    # builds (fusion.infra.spark.class_archive): a third less CPU at each start.
     class_sharing: bool = True
     state_store: StateStore = "rocksdb"
     # The Python the executors run (it needs Fusion's dependencies, not Fusion:

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from fusion.infra import class_archive
 from fusion.infra import jvm_code as jvm
 from fusion.infra.errors import DownloadError, ToolMissingError
+from fusion.infra.spark import class_archive
 
 KAFKA_VERSION = "4.4.0"
 # From 8.9 on the integ-test-zip's node answers `GET /` with 405 (that handler lives

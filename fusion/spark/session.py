@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from fusion.core.config import PipelineConfig
 from fusion.core.faults import ENV_NAMES
 from fusion.core.settings import Settings
-from fusion.infra import class_archive
 from fusion.infra import jvm_code as jvm
 from fusion.infra.artifacts import ArtifactCache
+from fusion.infra.spark import class_archive
 from fusion.spark import daemon, memory_limits
 from fusion.spark import logs as spark_logs
 from fusion.spark.shipping import package_zip

@@ -33,13 +33,13 @@ from elasticsearch import Elasticsearch
 from fusion.core.machine.ports import free_port
 from fusion.core.settings import ElasticsearchSettings, RuntimeSettings, Settings
 from fusion.elastic import client as es_client
-from fusion.infra import class_archive
 from fusion.infra.cdc.postgres import LocalPostgres
 from fusion.infra.cdc.servers import start_cdc, wait_cdc
 from fusion.infra.errors import ServerStartError
 from fusion.infra.registry.apicurio import registry_url, start_registry
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.services import Endpoints
+from fusion.infra.spark import class_archive
 from fusion.infra.spark.standalone import LocalSparkCluster, SparkPorts
 from fusion.kafka import client as kafka_client
 from fusion.spark.session import spark_session

@@ -1,1 +1,2 @@
-"""A Spark standalone cluster from the pyspark install, for `fusion infra up --spark-workers`."""
+"""Spark from the pyspark install: a standalone cluster for `fusion infra up --spark-workers`,
+and the archive of Spark's classes its JVMs start from."""

@@ -91,6 +91,7 @@ def _samples() -> list[FusionError]:
     )
     from fusion.infra.errors import (
         BuildStepError,
+        ClassArchiveError,
         CompileError,
         ComposeError,
         EngineError,
@@ -113,6 +114,7 @@ def _samples() -> list[FusionError]:
         TlsTrustError("Elasticsearch", "https://127.0.0.1:9200", "certificate verify failed"),
         InfraError("no log yet at /x: start the servers with `fusion infra up`"),
         CompileError("javac: error"),
+        ClassArchiveError("Error: Could not create the Java Virtual Machine."),
         EngineError("no Docker engine answers and dockerd is not installed: apt-get install"),
         BuildStepError("debootstrap", "/root/.cache/fusion/logs/images/debootstrap.log"),
         ComposeError("docker compose up failed: no such image fusion:latest"),

@@ -1,4 +1,4 @@
-"""The driver's JVM maps the archive of Spark's classes (fusion.infra.class_archive)."""
+"""The driver's JVM maps the archive of Spark's classes (fusion.infra.spark.class_archive)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from fusion.core.settings import Settings
-from fusion.infra import class_archive
+from fusion.infra.spark import class_archive
 
 
 def test_the_drivers_jvm_maps_the_archive_of_sparks_classes(spark: Any, settings: Settings) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fusion.infra import class_archive
+from fusion.infra.spark import class_archive
 
 
 def test_the_option_names_the_archive_once_it_is_built(tmp_path: Path) -> None:
