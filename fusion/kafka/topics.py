@@ -42,7 +42,27 @@ def ensure_topics(config: PipelineConfig) -> list[str]:
         except TimeoutError:
             detail = "the broker did not answer in 60 s; is it overloaded or still starting?"
             raise TopologyError(f"topic {topic}", detail) from None
+    _wait_listed(admin, wanted)
     return wanted
+
+
+def _wait_listed(admin: Any, topics: list[str], timeout: float = 30.0) -> None:
+    """Return once the broker lists every one of ``topics``.
+
+    The controller confirms a new topic before the brokers' metadata holds it:
+    a client that asks right after (the demo's look for an earlier pipeline,
+    Spark's first read) could find none of them.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = set(admin.list_topics(timeout=15).topics)
+        missing = [t for t in topics if t not in listed]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            detail = f"created, but the broker did not list it within {timeout:g} s"
+            raise TopologyError(f"topic {missing[0]}", detail)
+        time.sleep(0.1)
 
 
 def _new_topic(config: PipelineConfig, topic: str) -> NewTopic:
