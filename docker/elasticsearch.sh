@@ -5,6 +5,7 @@
 # It refuses to run as root: this starts as root, hands the data directory to
 # the image's elasticsearch user, and runs the node as that user.
 #   ES_HEAP  the node's heap (default 512m)
+#   FUSION_RUNTIME_JVM_OPTIONS  more options for its JVM, as `fusion infra up` takes them
 set -eu
 home=$(ls -d "$FUSION_HOME"/artifacts/elasticsearch-*/dist/elasticsearch-* | head -n 1)
 data=/usr/share/elasticsearch/data
@@ -32,6 +33,7 @@ cat > "$conf/jvm.options" <<OPTS
 -XX:+ExitOnOutOfMemoryError
 -XX:ErrorFile=/tmp/es-logs/hs_err_pid%p.log
 OPTS
+for option in ${FUSION_RUNTIME_JVM_OPTIONS:-}; do echo "$option" >> "$conf/jvm.options"; done
 chown -R elasticsearch:elasticsearch "$data" "$conf" /tmp/es-tmp /tmp/es-logs
 export ES_JAVA_HOME="$JAVA_HOME" ES_PATH_CONF="$conf" ES_TMPDIR=/tmp/es-tmp
 exec setpriv --reuid=elasticsearch --regid=elasticsearch --init-groups "$home/bin/elasticsearch"

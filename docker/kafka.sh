@@ -5,6 +5,7 @@
 #   FUSION_KAFKA_ADVERTISED  the client listeners' advertised addresses
 #                            (default: INTERNAL://kafka:29092,HOST://127.0.0.1:9092)
 #   KAFKA_HEAP               the broker's heap (default 512m)
+#   FUSION_RUNTIME_JVM_OPTIONS  more options for its JVM, as `fusion infra up` takes them
 set -eu
 libs=$(ls -d "$FUSION_HOME"/artifacts/kafka-*/libs | head -n 1)
 data=/var/lib/kafka/data
@@ -26,7 +27,8 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 PROPS
-java_cmd() { java -Xms"${KAFKA_HEAP:-512m}" -Xmx"${KAFKA_HEAP:-512m}" -cp "$libs/*" "$@"; }
+# shellcheck disable=SC2086 # the options are words
+java_cmd() { java -Xms"${KAFKA_HEAP:-512m}" -Xmx"${KAFKA_HEAP:-512m}" ${FUSION_RUNTIME_JVM_OPTIONS:-} -cp "$libs/*" "$@"; }
 if [ ! -f "$data/meta.properties" ]; then
     # The storage tool reads an id that starts with "-" as an option: draw another.
     id=$(java_cmd kafka.tools.StorageTool random-uuid)

@@ -125,7 +125,7 @@ def infra_logs_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def infra_fetch_command(args: argparse.Namespace, settings: Settings) -> int:
     cache = ArtifactCache(settings.runtime.home, settings.runtime.es_version)
-    for name in [args.only] if args.only else ARTIFACT_SETS:
+    for name in args.only or ARTIFACT_SETS:
         with err.status(preparing(name)):
             cache.fetch(name)
     out.print(f"artifacts ready in {cache.root}")

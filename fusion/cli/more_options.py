@@ -97,9 +97,13 @@ def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         "only download the servers and Spark's Kafka connector into the cache",
         "fusion infra fetch",
         "fusion infra fetch --only elasticsearch",
+        "fusion infra fetch --only kafka --only elasticsearch",
     )
     fetch.add_argument(
-        "--only", choices=ARTIFACT_SETS, help="fetch one set only: " + ", ".join(ARTIFACT_SETS)
+        "--only",
+        action="append",
+        choices=ARTIFACT_SETS,
+        help="fetch this set only (repeat for more): " + ", ".join(ARTIFACT_SETS),
     )
     docker = actions.add(
         "docker",

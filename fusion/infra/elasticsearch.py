@@ -15,7 +15,7 @@ import pwd
 import shutil
 import subprocess
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,8 +48,10 @@ class LocalElasticsearch:
         java: Path | None = None,
         secure: SecureMaterial | None = None,
         node_settings: Mapping[str, str] | None = None,
+        jvm_options: Sequence[str] = (),
     ) -> None:
         self.dist = dist
+        self.jvm_options = tuple(jvm_options)
         # More of elasticsearch.yml (a test's node with a tiny write queue, say).
         self.node_settings = dict(node_settings or {})
         self.java = java
@@ -85,7 +87,7 @@ class LocalElasticsearch:
         if self.secure is not None:
             node_config += _security_config(self.secure, config)
         (config / "elasticsearch.yml").write_text(node_config)
-        (config / "jvm.options").write_text(_jvm_options(self.heap, self.dir))
+        (config / "jvm.options").write_text(_jvm_options(self.heap, self.dir, self.jvm_options))
         java = self.java or java_home()
         user = run_as(ES_USER, "Elasticsearch", self.dir, (self.dist, java), on_change)
         env = {
@@ -192,7 +194,7 @@ xpack.security.http.ssl.certificate_authorities: [certs/{secure.ca.name}]
 """
 
 
-def _jvm_options(heap: str, node_dir: Path) -> str:
+def _jvm_options(heap: str, node_dir: Path, more: Sequence[str] = ()) -> str:
     # The distribution's jvm.options writes GC logs and heap dumps relative to
     # ES_HOME, which the unprivileged user cannot write: point them at our dirs.
     return f"""\
@@ -205,4 +207,4 @@ def _jvm_options(heap: str, node_dir: Path) -> str:
 -XX:HeapDumpPath={node_dir / "data"}
 -XX:ErrorFile={node_dir / "logs"}/hs_err_pid%p.log
 -Xlog:gc*:file={node_dir / "logs"}/gc.log:utctime,level,pid,tags:filecount=4,filesize=16m
-"""
+""" + "".join(f"{option}\n" for option in more)

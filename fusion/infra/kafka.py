@@ -9,6 +9,7 @@ import os
 import secrets
 import subprocess
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,11 +65,17 @@ class LocalKafka:
     name = "kafka"
 
     def __init__(
-        self, libs: Path, state_dir: Path, heap: str, secure: SecureMaterial | None = None
+        self,
+        libs: Path,
+        state_dir: Path,
+        heap: str,
+        secure: SecureMaterial | None = None,
+        jvm_options: Sequence[str] = (),
     ) -> None:
         self.libs = libs
         self.dir = state_dir / "kafka"
         self.heap = heap
+        self.jvm_options = tuple(jvm_options)
         self.secure = secure  # a SASL_SSL listener (SCRAM) instead of PLAINTEXT
         self.process = ManagedProcess(
             "kafka", self.dir / "kafka.pid", self.dir / "kafka.log", marker="kafka.Kafka"
@@ -116,6 +123,7 @@ class LocalKafka:
             str(java_home() / "bin" / "java"),
             f"-Xms{self.heap}",
             f"-Xmx{self.heap}",
+            *self.jvm_options,
             f"-Dlog4j2.configurationFile={self.dir / 'log4j2.yaml'}",
             "-cp",
             f"{self.libs}/*",

@@ -18,8 +18,9 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ class LocalRuntime:
         es_heap: str = "512m",
         es_version: str | None = None,
         secure: bool | None = None,
+        jvm_options: Sequence[str] = (),
     ) -> None:
         self.state_dir = state_dir or home / "runtime"
         # Asked for, else what the last `up` ran (so `down` and `status` find it), else the default.
@@ -92,6 +94,7 @@ class LocalRuntime:
         self.cache = ArtifactCache(home, self.es_version)
         self.kafka_heap = kafka_heap
         self.es_heap = es_heap
+        self.jvm_options = tuple(jvm_options)  # for every server JVM started
 
     @classmethod
     def from_settings(cls, settings: RuntimeSettings) -> LocalRuntime:
@@ -101,6 +104,7 @@ class LocalRuntime:
             kafka_heap=settings.kafka_heap,
             es_heap=settings.es_heap,
             es_version=settings.es_version,
+            jvm_options=shlex.split(settings.jvm_options),
         )
 
     @property
@@ -113,7 +117,8 @@ class LocalRuntime:
         return SecureMaterial(self.state_dir / "secure") if self.secure else None
 
     def kafka(self) -> LocalKafka:
-        return LocalKafka(self.cache.kafka_libs(), self.state_dir, self.kafka_heap, self.material)
+        libs = self.cache.kafka_libs()
+        return LocalKafka(libs, self.state_dir, self.kafka_heap, self.material, self.jvm_options)
 
     def elasticsearch(self) -> LocalElasticsearch:
         return LocalElasticsearch(
@@ -122,12 +127,14 @@ class LocalRuntime:
             self.es_heap,
             elasticsearch_java_home(self.es_version),
             self.material,
+            jvm_options=self.jvm_options,
         )
 
     def spark(self, workers: int | None = None) -> LocalSparkCluster:
         """The standalone cluster, with ``workers`` (default: as many as were started)."""
         recorded = self._read_state().get("spark", {}).get("workers", 0)
-        return LocalSparkCluster(self.state_dir, workers if workers is not None else recorded)
+        count = workers if workers is not None else recorded
+        return LocalSparkCluster(self.state_dir, count, jvm_options=self.jvm_options)
 
     def up(
         self,
@@ -178,7 +185,8 @@ class LocalRuntime:
                     "version": self.es_version,
                 }
             if spark_workers:
-                cluster = start_cluster(self.state_dir, state, spark_workers, spark_port, on_step)
+                at_spark = (state, spark_workers, spark_port, on_step)
+                cluster = start_cluster(self.state_dir, *at_spark, self.jvm_options)
                 started.append(cluster)
             self._write_state(state)
             endpoints = self._endpoints(state)
@@ -189,14 +197,12 @@ class LocalRuntime:
             if spark_workers:
                 wait_until_alive(cluster, state["spark"]["ui_port"], timeout)
             if cdc_ports:  # after Kafka is healthy: the Connect worker needs it to start
-                at = (endpoints.kafka_bootstrap, cdc_ports)
-                started += start_cdc(
-                    self.state_dir, self.cache.root, state, *at, on_step, on_change
-                )
+                at = (endpoints.kafka_bootstrap, cdc_ports, on_step, on_change, self.jvm_options)
+                started += start_cdc(self.state_dir, self.cache.root, state, *at)
                 self._write_state(state)
                 wait_cdc(state, self.state_dir, self.cache.root, timeout)
             if registry_port:
-                at_port = (state, registry_port, on_step, timeout)
+                at_port = (state, registry_port, on_step, timeout, self.jvm_options)
                 started += apicurio.start_registry(self.cache.root, self.state_dir, *at_port)
                 self._write_state(state)
             if self.material is not None:
@@ -223,14 +229,11 @@ class LocalRuntime:
         state = self._read_state()
         result = []
         for service in self.services():
-            recorded = state.get(service.name, {})
-            port = recorded.get("port")
+            port = state.get(service.name, {}).get("port")
             pid = service.process.pid()
-            healthy = False
-            version = None
-            address = None
+            is_kafka = service.name == "kafka"
+            address, healthy, version = None, False, None
             if port is not None:
-                is_kafka = service.name == "kafka"
                 address = f"127.0.0.1:{port}" if is_kafka else f"http://127.0.0.1:{port}"
                 healthy = pid is not None and service.healthy(address)
                 if healthy:
@@ -263,12 +266,9 @@ class LocalRuntime:
         return self._endpoints(self._read_state(), with_es_version=True)
 
     def services(self) -> list[LocalKafka | LocalElasticsearch]:
-        services: list[LocalKafka | LocalElasticsearch] = []
-        if self.cache.kafka_dir.is_dir():
-            services.append(self.kafka())
-        if self.cache.elasticsearch_dir.is_dir():
-            services.append(self.elasticsearch())
-        return services
+        kafka = [self.kafka()] if self.cache.kafka_dir.is_dir() else []
+        es = [self.elasticsearch()] if self.cache.elasticsearch_dir.is_dir() else []
+        return [*kafka, *es]
 
     def _endpoints(self, state: dict[str, Any], with_es_version: bool = False) -> Endpoints:
         if "kafka" not in state or "elasticsearch" not in state:

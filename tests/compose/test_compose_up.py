@@ -46,6 +46,31 @@ FILES = (ROOT / "docker-compose.yml", ROOT / "docker-compose.offline.yml")
 KEYS = 1_500  # the generator's wave, in the compose project
 WAVE2 = 500  # produced from the host right before the kills
 DEADLINE = float(os.environ.get("FUSION_COMPOSE_TEST_TIMEOUT", "900"))
+# Every JVM of the project on the C1 compiler, as the integration tests' servers are
+# (tests/integration/conftest.py): a dozen JVMs live minutes here, on two cores.
+JVM_OPTIONS = os.environ.get("FUSION_RUNTIME_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+SPARK_SERVICES = (
+    "spark-master",
+    "spark-worker-1",
+    "spark-worker-2",
+    "indexers",
+    "counter",
+    "enricher",
+)
+
+
+def _jvm_override(path: Path) -> Path:
+    """A compose file giving the servers (their scripts) and Spark's JVMs the options."""
+    services: dict[str, Any] = {
+        name: {"environment": {"FUSION_RUNTIME_JVM_OPTIONS": JVM_OPTIONS}}
+        for name in ("kafka", "elasticsearch")
+    }
+    # Spark's launcher and the executors a worker starts inherit it (docker/ has no script).
+    services |= {
+        name: {"environment": {"JAVA_TOOL_OPTIONS": JVM_OPTIONS}} for name in SPARK_SERVICES
+    }
+    path.write_text(json.dumps({"services": services}))  # JSON is YAML
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +90,17 @@ def engine() -> Iterator[docker.Engine]:
 
 
 @pytest.fixture(scope="module")
-def project(engine: docker.Engine) -> Iterator[tuple[Project, dict[str, int]]]:
+def project(
+    engine: docker.Engine, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Project, dict[str, int]]]:
+    jvm = _jvm_override(tmp_path_factory.mktemp("compose") / "jvm.yml")
     ports = {name: free_port() for name in ("KAFKA", "ES", "SPARK", "SPARK_UI")}
     env = {f"FUSION_COMPOSE_{name}_PORT": str(port) for name, port in ports.items()}
     env["FUSION_COMPOSE_KEYS"] = str(KEYS)
     up = Project(
         engine,
         f"fusion-test-{uuid.uuid4().hex[:8]}",
-        FILES,
+        (*FILES, jvm),
         env,
         one_shots=frozenset({"fusion-check", "generator"}),
     )

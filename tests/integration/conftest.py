@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,16 @@ log = logging.getLogger("fusion.tests")
 # servers share too: the C2 compiler's work would never pay for itself there. Spark's
 # launcher adds SPARK_SUBMIT_OPTS to each driver's java command; a value you set wins.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+# The servers too (Kafka, Elasticsearch, Connect, the registry, the Spark cluster), whether
+# started here or by a `fusion infra up` a test runs: Elasticsearch starts on a third less
+# CPU and serves a test's light load on half as much (docs/configuration.md, [runtime]).
+os.environ.setdefault("FUSION_RUNTIME_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+
+
+def server_jvm_options() -> list[str]:
+    """The options of every server JVM the tests start (FUSION_RUNTIME_JVM_OPTIONS)."""
+    return shlex.split(os.environ["FUSION_RUNTIME_JVM_OPTIONS"])
+
 
 KAFKA_IMAGE = "confluentinc/cp-kafka:7.9.0"
 SERVER_LINES: list[str] = []  # repeated in the terminal summary, see tests/conftest.py
@@ -120,12 +131,14 @@ def _offline_containers(image: str) -> Iterator[Endpoints]:
         DockerContainer(image)
         .with_command("kafka.sh")
         .with_env("FUSION_KAFKA_ADVERTISED", advertised)
+        .with_env("FUSION_RUNTIME_JVM_OPTIONS", os.environ["FUSION_RUNTIME_JVM_OPTIONS"])
         .with_bind_ports(9092, kafka_port)
         .with_network(network)
     )
     es = (
         DockerContainer(image)
         .with_command("elasticsearch.sh")
+        .with_env("FUSION_RUNTIME_JVM_OPTIONS", os.environ["FUSION_RUNTIME_JVM_OPTIONS"])
         .with_bind_ports(9200, es_port)
         .with_network(network)
     )
@@ -230,7 +243,8 @@ def _local_runtime() -> Iterator[Endpoints]:
     # Our own state directory, so a `fusion infra up` of the user is never touched.
     state_dir = Path(tempfile.mkdtemp(prefix="test-runtime-", dir=_ensure(home)))
     # `make test-es9` runs a subset against another Elasticsearch version.
-    runtime = LocalRuntime(home, state_dir=state_dir, es_version=os.environ.get(ES_VERSION_ENV))
+    es_version = os.environ.get(ES_VERSION_ENV)
+    runtime = LocalRuntime(home, state_dir, es_version=es_version, jvm_options=server_jvm_options())
     _RUNTIMES.append(runtime)
     try:
         yield runtime.up(kafka_port=free_port(), es_port=free_port())
@@ -404,7 +418,8 @@ def cdc(settings: Settings) -> Iterator[Cdc]:
     def start(state_dir: Path, services: list[Any]) -> Cdc:
         state: dict[str, Any] = {}
         ports = (free_port(), free_port())
-        services += start_cdc(state_dir, home / "artifacts", state, settings.kafka.bootstrap, ports)
+        at = (state, settings.kafka.bootstrap, ports)
+        services += start_cdc(state_dir, home / "artifacts", *at, jvm_options=server_jvm_options())
         wait_cdc(state, state_dir, home / "artifacts", timeout=180)
         return Cdc(next(s for s in services if isinstance(s, LocalPostgres)), *ports)
 
@@ -419,7 +434,8 @@ def registry(settings: Settings) -> Iterator[str]:
 
     def start(state_dir: Path, services: list[Any]) -> str:
         port = free_port()
-        services += start_registry(home / "artifacts", state_dir, {}, port, lambda _: None, 180)
+        at_port = ({}, port, lambda _: None, 180, server_jvm_options())
+        services += start_registry(home / "artifacts", state_dir, *at_port)
         return registry_url(port)
 
     with _started_once_more(home, "registry", start) as url:
@@ -437,7 +453,7 @@ class SparkCluster:
 @pytest.fixture(scope="session")
 def spark_cluster(settings: Settings) -> Iterator[SparkCluster]:
     state_dir = Path(tempfile.mkdtemp(prefix="test-spark-", dir=_ensure(settings.runtime.home)))
-    cluster = LocalSparkCluster(state_dir, workers=2)
+    cluster = LocalSparkCluster(state_dir, workers=2, jvm_options=server_jvm_options())
     ports = SparkPorts(free_port(), free_port())
     try:
         cluster.start(ports)

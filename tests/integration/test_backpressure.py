@@ -36,7 +36,7 @@ from fusion.observe.metrics import Metrics
 from fusion.observe.names import ES_BACKPRESSURE_ALERT, ES_REJECTED, ES_RETRIES
 from fusion.ops import status
 from fusion.ops.prometheus import MetricsServer, PipelineCollector
-from tests.integration.conftest import ES_VERSION_ENV
+from tests.integration.conftest import ES_VERSION_ENV, server_jvm_options
 from tests.integration.pipelines import (
     RunningPipeline,
     assert_exact_join,
@@ -61,6 +61,7 @@ def crowded(settings: Settings) -> Iterator[ElasticsearchSettings]:
         "384m",
         elasticsearch_java_home(runtime.es_version),
         node_settings=TINY_QUEUE,
+        jvm_options=server_jvm_options(),
     )
     port = free_port()
     node.start(ElasticsearchPorts(port, free_port()))

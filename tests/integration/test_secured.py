@@ -45,6 +45,7 @@ from fusion.infra.secure import SecureMaterial
 from fusion.infra.services import Endpoints
 from fusion.kafka import client as kafka_client
 from fusion.kafka import topics as kafka_topics
+from tests.integration.conftest import server_jvm_options
 from tests.integration.pipelines import drop, enriched_docs, make_config, read_topic, run_pipeline
 
 
@@ -54,7 +55,7 @@ def secured() -> Iterator[tuple[Endpoints, SecureMaterial]]:
         {"home": os.environ.get("FUSION_HOME", "~/.cache/fusion")}
     ).home
     state_dir = Path(tempfile.mkdtemp(prefix="test-secured-", dir=home))
-    runtime = LocalRuntime(home, state_dir=state_dir, secure=True)
+    runtime = LocalRuntime(home, state_dir, secure=True, jvm_options=server_jvm_options())
     try:
         endpoints = runtime.up(kafka_port=free_port(), es_port=free_port())
         assert runtime.material is not None

@@ -19,6 +19,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,13 @@ class LocalConnect:
 
     name = "connect"
 
-    def __init__(self, jars: Path, state_dir: Path, heap: str = "512m") -> None:
+    def __init__(
+        self, jars: Path, state_dir: Path, heap: str = "512m", jvm_options: Sequence[str] = ()
+    ) -> None:
         self.jars = jars
         self.dir = state_dir / "connect"
         self.heap = heap
+        self.jvm_options = tuple(jvm_options)
         self.process = ManagedProcess(
             "connect",
             self.dir / "connect.pid",
@@ -119,18 +123,21 @@ class LocalConnect:
         properties = self.dir / "worker.properties"
         properties.write_text(_worker_properties(port, bootstrap, self.dir, self.jars))
         (self.dir / "log4j2.yaml").write_text(log4j2_config({"io.debezium": "INFO"}))
-        argv = [
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JAVA_HOME": str(java_home())}
+        self.process.start(self.command(properties), env, cwd=self.dir)
+
+    def command(self, properties: Path) -> list[str]:
+        return [
             str(java_home() / "bin" / "java"),
             f"-Xms{self.heap}",
             f"-Xmx{self.heap}",
+            *self.jvm_options,
             f"-Dlog4j2.configurationFile={self.dir / 'log4j2.yaml'}",
             "-cp",
             f"{self.jars / 'libs'}/*",
             "org.apache.kafka.connect.cli.ConnectStandalone",
             str(properties),
         ]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JAVA_HOME": str(java_home())}
-        self.process.start(argv, env, cwd=self.dir)
 
     def healthy(self, port: int) -> bool:
         """True once the REST API lists Debezium's PostgreSQL connector among its plugins."""

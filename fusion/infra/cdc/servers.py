@@ -9,7 +9,7 @@ that does not start is one line naming it and its log's tail
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ def start_cdc(
     ports: tuple[int, int],
     on_step: Callable[[str], None] = lambda _: None,
     on_change: Callable[[str], None] = lambda _: None,
+    jvm_options: Sequence[str] = (),
 ) -> list[CdcService]:
     """Start PostgreSQL and the Connect worker unless running; record them in ``state``.
 
@@ -51,7 +52,7 @@ def start_cdc(
         raise InfraError("--cdc runs beside a plain runtime only: drop --secure")
     on_step(f"fetching Kafka Connect {CONNECT_VERSION} and Debezium {DEBEZIUM_VERSION}")
     jars = fetch_connect(artifacts)
-    pg, connect = LocalPostgres(state_dir), LocalConnect(jars, state_dir)
+    pg, connect = LocalPostgres(state_dir), LocalConnect(jars, state_dir, jvm_options=jvm_options)
     started: list[CdcService] = []
     if not reuse(pg, state.get(pg.name), pg_port, "--pg-port"):
         on_step(f"starting PostgreSQL on 127.0.0.1:{pg_port} (wal_level = logical)")

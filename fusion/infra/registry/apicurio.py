@@ -18,7 +18,7 @@ import os
 import tarfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -65,10 +65,13 @@ class LocalRegistry:
 
     name = "registry"
 
-    def __init__(self, runner: Path, state_dir: Path, heap: str = "384m") -> None:
+    def __init__(
+        self, runner: Path, state_dir: Path, heap: str = "384m", jvm_options: Sequence[str] = ()
+    ) -> None:
         self.runner = runner
         self.dir = state_dir / "registry"
         self.heap = heap
+        self.jvm_options = tuple(jvm_options)
         self.process = ManagedProcess(
             "registry",
             self.dir / "registry.pid",
@@ -78,9 +81,15 @@ class LocalRegistry:
 
     def start(self, port: int) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        argv = [
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JAVA_HOME": str(java_home())}
+        # The fast-jar layout finds its libraries beside the runner jar.
+        self.process.start(self.command(port), env, cwd=self.runner.parent)
+
+    def command(self, port: int) -> list[str]:
+        return [
             str(java_home() / "bin" / "java"),
             f"-Xmx{self.heap}",
+            *self.jvm_options,
             f"-Dquarkus.http.port={port}",
             "-Dquarkus.http.host=127.0.0.1",
             # Its own log only: no usage reports, no banner.
@@ -88,9 +97,6 @@ class LocalRegistry:
             "-jar",
             str(self.runner),
         ]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JAVA_HOME": str(java_home())}
-        # The fast-jar layout finds its libraries beside the runner jar.
-        self.process.start(argv, env, cwd=self.runner.parent)
 
     def healthy(self, port: int) -> bool:
         """True once the Confluent-compatible API answers with its list of subjects."""
@@ -137,10 +143,11 @@ def start_registry(
     port: int,
     on_step: Callable[[str], None],
     timeout: float,
+    jvm_options: Sequence[str] = (),
 ) -> list[LocalRegistry]:
     """Start the registry unless it runs; record it in ``state``; wait until it answers."""
     on_step(f"fetching Apicurio Registry {REGISTRY_VERSION}")
-    registry = LocalRegistry(fetch_registry(artifacts), state_dir)
+    registry = LocalRegistry(fetch_registry(artifacts), state_dir, jvm_options=jvm_options)
     if reuse(registry, state.get(registry.name), port, "--registry-port"):
         return []
     on_step(f"starting a schema registry (Apicurio {REGISTRY_VERSION}) on {registry_url(port)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,10 +46,17 @@ class LocalSparkCluster:
 
     name = "spark"
 
-    def __init__(self, state_dir: Path, workers: int, worker_memory: str = "2g") -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        workers: int,
+        worker_memory: str = "2g",
+        jvm_options: Sequence[str] = (),
+    ) -> None:
         self.dir = state_dir / "spark"
         self.workers = workers
         self.worker_memory = worker_memory
+        self.jvm_options = tuple(jvm_options)  # the master's and workers' own JVMs
         self.master = ManagedProcess(
             "spark-master",
             self.dir / "master.pid",
@@ -77,14 +84,7 @@ class LocalSparkCluster:
     def start(self, ports: SparkPorts) -> None:
         spark_class = str(spark_home() / "bin" / "spark-class")
         self.dir.mkdir(parents=True, exist_ok=True)
-        env = {
-            "JAVA_HOME": str(java_home()),
-            "SPARK_HOME": str(spark_home()),
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_LOG_DIR": str(self.dir),
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": os.environ.get("HOME", str(self.dir)),
-        }
+        env = self.environment()
         if not self.master.is_running():
             self.master.start(
                 [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -106,6 +106,18 @@ class LocalSparkCluster:
                 env,
                 cwd=work,
             )  # fmt: skip
+
+    def environment(self) -> dict[str, str]:
+        """What the master's and the workers' ``spark-class`` run with."""
+        return {
+            "JAVA_HOME": str(java_home()),
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(self.dir),
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", str(self.dir)),
+            "SPARK_DAEMON_JAVA_OPTS": " ".join(self.jvm_options),
+        }
 
     def alive_workers(self, ui_port: int) -> int:
         """Workers the master counts as alive (0 if it does not answer)."""
@@ -136,9 +148,10 @@ def start_cluster(
     workers: int,
     port: int,
     on_step: Callable[[str], None],
+    jvm_options: Sequence[str] = (),
 ) -> LocalSparkCluster:
     """Start a master and ``workers`` (or keep the ones running); record them in ``state``."""
-    cluster = LocalSparkCluster(state_dir, workers)
+    cluster = LocalSparkCluster(state_dir, workers, jvm_options=jvm_options)
     recorded = state.get("spark")
     if cluster.is_running() and recorded:
         if recorded["port"] != port or recorded["workers"] != workers:
