@@ -41,6 +41,7 @@ from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, writer_spec
 from fusion.spark.queries import read_with_clock
 from fusion.spark.tasks import KAFKA_SELECT, Job, partition_function
+from fusion.topology import COUNTER, SINGLE, Query
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
 from indexers.task import IndexPartition
 
@@ -48,27 +49,25 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-QUERY = "single"
 
-
-def start_single(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
+def start_single(
+    spark: SparkSession, config: PipelineConfig, query: Query, metrics: Metrics
+) -> StreamingQuery:
     """Start the single query (and, with deadlines, the counter's clock)."""
     refuse_a_stages_checkpoint(spark, config)
-    stage = CounterBatch(config, metrics, name=QUERY)
+    stage = CounterBatch(config, metrics, query)
     stage.source_of = config.source_of_topic  # it reads them
-    return start_with_clock(spark, config, stage, indexed_and_counted(spark, config))
+    return start_with_clock(spark, config, stage, indexed_and_counted(spark, config, query))
 
 
-def indexed_and_counted(spark: SparkSession, config: PipelineConfig) -> DataFrame:
+def indexed_and_counted(spark: SparkSession, config: PipelineConfig, query: Query) -> DataFrame:
     """The source topics, indexed and acked, through the counter's keyed state."""
     from pyspark.sql import DataFrame
 
-    stream = read_with_clock(
-        spark, config, QUERY, *config.input_topics(config.source_names, counts=True)
-    )
+    stream = read_with_clock(spark, config, query.name, *query.reads)
     # The indexer's writer: ids fusion-<pipeline>-single-index@<topic>-<partition>; it reads
     # the query and batch from the job it runs in.
-    job = Job(config, f"{QUERY}-index", "indexer", query="", batch_id=-1)
+    job = Job(config, f"{query.name}-index", "indexer", query="", batch_id=-1)
     task = partition_function(job, IndexPartition(config.source_of_topic), handoff_batch)
     indexed = stream.selectExpr(*KAFKA_SELECT).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
@@ -84,8 +83,8 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig) -> DataFram
 
 def refuse_a_stages_checkpoint(spark: SparkSession, config: PipelineConfig) -> None:
     """The counter's state of a stages run stays in its checkpoint: say so, do not start empty."""
-    single = CheckpointFiles(spark, config.checkpoint(QUERY))
-    stages = CheckpointFiles(spark, config.checkpoint("counter"))
+    single = CheckpointFiles(spark, config.checkpoint(SINGLE))
+    stages = CheckpointFiles(spark, config.checkpoint(COUNTER))
     if not single.exists("offsets") and stages.exists("offsets"):
         raise ConfigError(
             "[pipeline] layout",

@@ -30,6 +30,7 @@ from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
 from fusion.spark.tasks import Work
+from fusion.topology import Query, source_readers, topology_of
 from indexers.task import IndexPartition
 
 if TYPE_CHECKING:
@@ -38,12 +39,12 @@ if TYPE_CHECKING:
 
 
 class IndexBatch(BatchStage):
-    """The driver side of the indexer of ``sources`` (every source, or one)."""
+    """The driver side of an indexer query (of every source, or of one)."""
 
-    def __init__(self, config: PipelineConfig, sources: tuple[str, ...], metrics: Metrics) -> None:
-        super().__init__(config, metrics, lag.indexer_stage(config, sources), "indexer")
-        self.sources = sources
-        self.source_of = {config.topic_of(config.source(s)): s for s in sources}
+    def __init__(self, config: PipelineConfig, query: Query, metrics: Metrics) -> None:
+        super().__init__(config, metrics, query.name, "indexer")
+        self.sources = query.sources
+        self.source_of = {config.topic_of(config.source(s)): s for s in query.sources}
 
     def work(self) -> Work:
         by_topic = {self.config.topic_of(self.config.source(s)): s for s in self.sources}
@@ -51,16 +52,18 @@ class IndexBatch(BatchStage):
 
 
 def start_indexer(
-    spark: SparkSession, config: PipelineConfig, sources: tuple[str, ...], metrics: Metrics
+    spark: SparkSession, config: PipelineConfig, query: Query, metrics: Metrics
 ) -> StreamingQuery:
-    """Start the indexer of ``sources``, checkpointed under ``<checkpoint_dir>/<its name>``."""
-    stage = IndexBatch(config, sources, metrics)
-    topics = config.input_topics(sources)
+    """Start an indexer query, checkpointed under ``<checkpoint_dir>/<its name>``."""
+    stage = IndexBatch(config, query, metrics)
+    topics = list(query.reads)
     files = CheckpointFiles(spark, config.checkpoint(stage.name))
     # A new indexer query starts where the others left; rebuilt, where it left too.
-    others = [s for s in lag.indexer_stages(config) if s != stage.name]
-    own = [stage.name] * resume.rebuilding(spark, config, stage.name)
+    inputs = topology_of(config).inputs()
+    readers = [n for n in source_readers(config.source_names) if n in inputs]
+    others = {n: inputs[n] for n in readers if n != stage.name}
+    own = {stage.name: query.reads} if resume.rebuilding(spark, config, stage.name) else {}
     fresh = not files.exists("offsets")
-    starting = lag.resume_offsets(config, others + own, topics) if fresh else None
+    starting = lag.resume_offsets(config, others | own, topics) if fresh else None
     stream = read_kafka(spark, config, *topics, starting=starting)
     return start_foreach_batch(stream, stage)

@@ -31,10 +31,11 @@ from fusion.enricher.task import EnrichedDoc, enriched_records
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
-from fusion.pipeline import Selection
+from fusion.pipeline import STARTERS
 from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
 from fusion.spark.tasks import KAFKA_SELECT, Job, TaskOutput, Work, column
+from fusion.topology import Query
 from indexers.records import RawRecord, SourceRecord, parse
 
 if TYPE_CHECKING:
@@ -187,12 +188,21 @@ class NaiveMatcher:
         return FoundDoc(hit["_source"], hit["_version"])
 
 
-def selection() -> Selection:
-    """What ``fusion run --only naive`` runs: this query, instead of the stages."""
-    return Selection((), False, False, instead=("naive", start_naive))
+KIND = NAME = "naive"
 
 
-def start_naive(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
-    topics = ",".join(config.topic_of(s) for s in config.sources)
-    stream = read_kafka(spark, config, topics)
+def query(config: PipelineConfig) -> Query:
+    """What ``fusion run --only naive`` runs: a query of its own over the source topics."""
+    topics = tuple(config.topic_of(s) for s in config.sources)
+    return Query(KIND, NAME, topics, (NAME,), tuple(config.source_names))
+
+
+def start_naive(
+    spark: SparkSession, config: PipelineConfig, query: Query, metrics: Metrics
+) -> StreamingQuery:
+    stream = read_kafka(spark, config, ",".join(query.reads))
     return start_foreach_batch(stream, NaiveBatch(config, metrics))
+
+
+# How `fusion run --only naive` starts its query: the pipeline's own kinds, and this one.
+NAIVE_STARTERS = {**STARTERS, KIND: start_naive}

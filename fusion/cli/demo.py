@@ -39,6 +39,7 @@ from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.ops import status, teardown
 from fusion.spark.session import spark_session
+from fusion.topology import topology_of
 
 IDLE_LIMIT = 120.0  # seconds without any input before the demo gives up waiting
 # The enriched index's mapping says who created it: the demo restarts only its own pipeline.
@@ -84,7 +85,7 @@ def run_demo(options: DemoOptions, endpoints: Endpoints, out: Console, err: Cons
             tick=lambda m: live.update(pipeline.status_line(m)),
             say=lambda line: live.console.print(escape(line), highlight=False),
         )
-        pipeline.execute(config, pipeline.select(config, None), metrics, IDLE_LIMIT, hooks)
+        pipeline.execute(config, topology_of(config).select(), metrics, IDLE_LIMIT, hooks)
     if not err.is_terminal:
         err.file.write("\n")  # the status line's last frame ends without one
     wall = time.monotonic() - started

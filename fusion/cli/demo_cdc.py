@@ -36,6 +36,7 @@ from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE, LocalPostgres
 from fusion.infra.services import Endpoints
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
+from fusion.topology import topology_of
 
 ORDERS = 500
 SHOWN = 7  # the order the demo shows, changes and shows again
@@ -107,7 +108,7 @@ def run_cdc_demo(endpoints: Endpoints, out: Console, err: Console, state_dir: Pa
 def _run(config: PipelineConfig, metrics: Metrics, err: Console, done: Any) -> None:
     hooks = pipeline.Hooks(done=done, say=lambda line: err.print(escape(line), highlight=False))
     with err.status("running the pipeline"):
-        pipeline.execute(config, pipeline.select(config, None), metrics, 120.0, hooks)
+        pipeline.execute(config, topology_of(config).select(), metrics, 120.0, hooks)
 
 
 def _document(config: PipelineConfig) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from fusion.core.errors import ConfigError, ExitCode
 from fusion.core.settings import Settings, read_toml
 from fusion.kafka import topics as kafka_topics
 from fusion.observe.metrics import Metrics
+from fusion.topology import Query, topology_of
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -109,8 +110,12 @@ def with_run_options(config: PipelineConfig, args: argparse.Namespace) -> Pipeli
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     config = with_run_options(pipeline_of(settings), args)
-    # The benchmark's naive baseline is no stage of the pipeline: it says what it runs.
-    selection = naive.selection() if args.only == "naive" else pipeline.select(config, args.only)
+    # The benchmark's naive baseline is no stage of the pipeline: it brings its own query.
+    queries: tuple[Query, ...]
+    if args.only == naive.NAME:
+        queries, starters = (naive.query(config),), naive.NAIVE_STARTERS
+    else:
+        queries, starters = topology_of(config).select(args.only), pipeline.STARTERS
     metrics = Metrics()
     interrupted = False
     try:
@@ -125,7 +130,13 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
                 say=say,
             )
             pipeline.execute(
-                config, selection, metrics, args.stop_when_idle, hooks, submitted=args.submitted
+                config,
+                queries,
+                metrics,
+                args.stop_when_idle,
+                hooks,
+                submitted=args.submitted,
+                starters=starters,
             )
     except KeyboardInterrupt:
         interrupted = True  # Ctrl-C: the queries stopped; say what they did

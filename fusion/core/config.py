@@ -262,11 +262,6 @@ class PipelineConfig(Settings, Dimensional):
             return configured.rstrip("/")
         return Path(configured).expanduser().resolve().as_uri()
 
-    @property
-    def counter_query(self) -> str:
-        """The query that keeps the counter's state: ``single``, or ``counter`` in stages."""
-        return "single" if self.pipeline.layout == "single" else "counter"
-
     def checkpoint(self, query: str) -> str:
         """The checkpoint URI of one query (``indexer-<source>``, ``counter``, ``enricher``)."""
         return f"{self.checkpoint_dir}/{query}"

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from fusion.core.config import PipelineConfig
 from fusion.kafka import client as kafka_client
 from fusion.observe import names
+from fusion.topology import topology_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -156,7 +157,7 @@ def registered_deadlines(spark: SparkSession, config: PipelineConfig) -> dict[in
     timers = (
         spark.read.format("statestore")
         .option("readRegisteredTimers", "true")
-        .load(config.checkpoint(config.counter_query))
+        .load(config.checkpoint(topology_of(config).counter_query))
     )
     due = timers.select(F.col("expiration_timestamp_ms").alias("due"))
     buckets = due.select((F.ceil(F.col("due") / resolution) * resolution).alias("bucket"))

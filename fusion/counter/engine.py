@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
 from fusion.spark.checkpoint import CheckpointFiles
+from fusion.topology import topology_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,7 +47,7 @@ def keep_the_engine(spark: SparkSession, config: PipelineConfig) -> None:
     ``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``). Checkpoints
     from before the Python engine came back were written by the JVM one.
     """
-    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
+    files = CheckpointFiles(spark, config.checkpoint(topology_of(config).counter_query))
     engine = config.pipeline.counter_engine
     if files.exists("offsets"):
         written = (files.read_text(ENGINE_FILE) or "jvm").strip()

@@ -22,6 +22,7 @@ from fusion.spark.checkpoint import (
     committed_batches,
     planned_batches,
 )
+from fusion.topology import topology_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,7 +32,7 @@ def outlived_state(spark: SparkSession, config: PipelineConfig, now_ms: int) -> 
     """One line if the counter's query last planned a batch longer ago than it keeps keys."""
     if config.pipeline.state_ttl is None:
         return None
-    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
+    files = CheckpointFiles(spark, config.checkpoint(topology_of(config).counter_query))
     planned = planned_batches(files)
     found = batch_offsets(files, planned[-1]) if planned else None
     if found is None:

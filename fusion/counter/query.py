@@ -37,13 +37,14 @@ from fusion.core.config import PipelineConfig
 from fusion.counter import clock, processor, rebuild
 from fusion.counter.decisions import Rules
 from fusion.counter.engine import keep_the_engine
-from fusion.counter.task import publish_events
+from fusion.counter.task import PublishEvents
 from fusion.observe.metrics import Metrics
 from fusion.spark import resume
 from fusion.spark.jvm_writer import task_counts
 from fusion.spark.queries import read_with_clock, start_foreach_batch
 from fusion.spark.stage import BatchStage
 from fusion.spark.tasks import Job, TaskCount, Work
+from fusion.topology import Query, topology_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,12 +58,13 @@ NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 class CounterBatch(BatchStage):
     """The driver side of the counter: its tasks publish the events of each state partition."""
 
-    def __init__(self, config: PipelineConfig, metrics: Metrics, name: str = "counter") -> None:
-        super().__init__(config, metrics, name, "counter")
+    def __init__(self, config: PipelineConfig, metrics: Metrics, query: Query) -> None:
+        super().__init__(config, metrics, query.name, "counter")
+        self.enriches = query.enriches
         self.clock: clock.DeadlineClock | None = None  # with deadlines: see start_counter
 
     def work(self) -> Work:
-        return publish_events
+        return PublishEvents(self.enriches)
 
     def counts_to_commit(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
         plain, buckets = clock.split_counts(counts)
@@ -74,7 +76,7 @@ class CounterBatch(BatchStage):
         return batch
 
     def run(self, batch: DataFrame, job: Job) -> list[TaskCount]:
-        if self.config.pipeline.enrich_in == "counter":
+        if self.enriches:
             return super().run(batch, job)  # a Python task enriches what fired
         # Nothing to enrich here: the events go from the JVM processor to Kafka directly.
         config, spark = self.config, batch.sparkSession
@@ -139,12 +141,14 @@ def counted_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
 
 def restored_state(spark: SparkSession, config: PipelineConfig) -> DataFrame | None:
     """The counter's rebuilt state when its query starts without its checkpoint, else None."""
-    if not resume.rebuilding(spark, config, config.counter_query):
+    if not resume.rebuilding(spark, config, topology_of(config).counter_query):
         return None
     return rebuild.initial_state(spark, config)
 
 
-def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
+def start_counter(
+    spark: SparkSession, config: PipelineConfig, query: Query, metrics: Metrics
+) -> StreamingQuery:
     """Start the counter; with deadlines, its clock too (:mod:`fusion.counter.clock`).
 
     The counter runs no micro-batch without new input (an empty batch of
@@ -152,7 +156,7 @@ def start_counter(spark: SparkSession, config: PipelineConfig, metrics: Metrics)
     one per trigger took most of the machine while nothing arrived); the
     clock's ticks are the input that fires deadlines on time.
     """
-    stage = CounterBatch(config, metrics)
+    stage = CounterBatch(config, metrics, query)
     return start_with_clock(spark, config, stage, counted_acks(spark, config))
 
 

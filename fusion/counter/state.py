@@ -16,6 +16,7 @@ from fusion.core.config import PipelineConfig
 from fusion.counter.decisions import Rules
 from fusion.counter.key_state import STATE_COLUMNS, KeyState
 from fusion.spark.checkpoint import CheckpointFiles, committed_batches
+from fusion.topology import topology_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -25,7 +26,11 @@ STATE_VAR = "key_state"  # the ValueState name in fusion.counter.query.AckCounte
 
 def has_state(spark: SparkSession, config: PipelineConfig) -> bool:
     """Whether the counter committed at least one batch (before that there is nothing to read)."""
-    return bool(committed_batches(CheckpointFiles(spark, config.checkpoint(config.counter_query))))
+    return bool(
+        committed_batches(
+            CheckpointFiles(spark, config.checkpoint(topology_of(config).counter_query))
+        )
+    )
 
 
 def states(spark: SparkSession, config: PipelineConfig, batch_id: int | None = None) -> DataFrame:
@@ -34,7 +39,7 @@ def states(spark: SparkSession, config: PipelineConfig, batch_id: int | None = N
     reader = spark.read.format("statestore").option("stateVarName", STATE_VAR)
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
-    return reader.load(config.checkpoint(config.counter_query)).select(
+    return reader.load(config.checkpoint(topology_of(config).counter_query)).select(
         "key.k", "value.value.*", "value.ttlExpirationMs"
     )
 

@@ -29,29 +29,35 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def publish_events(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
+@dataclass(frozen=True)
+class PublishEvents:
     """Task function: one state partition's events of a batch, for one Kafka transaction.
 
-    With ``enrich_in = "counter"`` the task also enriches the keys it fired
-    (and updated, and expired with ``on_timeout = "partial"``): it looks their
+    ``enriches`` (the topology's: the single query, or the counter with
+    ``enrich_in = "counter"``): the task also enriches the keys it fired (and
+    updated, and expired with ``on_timeout = "partial"``): it looks their
     documents up, writes the enriched documents, and hands the enriched
     records to the writer with the events (a group of keys at a time), for the
     same transaction. The transactional id is derived from the state
     partition: a replay recomputes the same events for the same partition
     from the same state.
     """
-    from pyspark import TaskContext
 
-    context = TaskContext.get()
-    assert context is not None, "publish_events runs in a Spark task"
-    config = job.config
-    task = f"p{context.partitionId()}"
-    events = decided_events(config, rows)
-    yield TaskOutput(task, events.records, events.counts)
-    if events.to_enrich:
-        retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-        for part in enrich(config, job.elasticsearch(), events.to_enrich, retry):
-            yield TaskOutput(task, part.records, part.counts)
+    enriches: bool
+
+    def __call__(self, job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        assert context is not None, "PublishEvents runs in a Spark task"
+        config = job.config
+        task = f"p{context.partitionId()}"
+        events = decided_events(config, rows, self.enriches)
+        yield TaskOutput(task, events.records, events.counts)
+        if events.to_enrich:
+            retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
+            for part in enrich(config, job.elasticsearch(), events.to_enrich, retry):
+                yield TaskOutput(task, part.records, part.counts)
 
 
 @dataclass(frozen=True)
@@ -63,12 +69,12 @@ class Decided:
     to_enrich: list[Wanted]
 
 
-def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
+def decided_events(config: PipelineConfig, rows: pa.Table, enriches: bool) -> Decided:
     """The counter's output rows as Kafka records (events, dead letters) and counts.
 
-    With ``enrich_in = "counter"``, also the events whose keys the task
-    enriches now; they are not on their topics yet (they go out in the same
-    transaction), so a dead letter about one names no offset (-1).
+    ``enriches``: also the events whose keys the task enriches now; they are
+    not on their topics yet (they go out in the same transaction), so a dead
+    letter about one names no offset (-1).
     """
     topics = {
         "ready": config.ready_topic,
@@ -79,7 +85,7 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
     enriched = {"ready", "updated", "deleted"} | (
         {"incomplete"} if config.pipeline.on_timeout == "partial" else set()
     )
-    inline = config.pipeline.enrich_in == "counter"
+
     resolution = int(config.pipeline.deadline_resolution * 1000)
     out: list[OutRecord] = []
     to_enrich: list[Wanted] = []
@@ -109,7 +115,7 @@ def decided_events(config: PipelineConfig, rows: pa.Table) -> Decided:
         elif kind not in ("new", "late"):
             value = event.encode()
             out.append((topics[kind], key, value))
-            if inline and kind in enriched:
+            if enriches and kind in enriched:
                 to_enrich.append(inline_event(kind, key, value, (topics[kind], -1, -1)))
     counts = {
         names.COUNTER_DLQ: kinds["dead"],

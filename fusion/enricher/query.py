@@ -20,6 +20,7 @@ from fusion.spark import resume
 from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
 from fusion.spark.tasks import Work
+from fusion.topology import Query
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,8 +37,10 @@ class EnrichBatch(BatchStage):
         return enrich_partition
 
 
-def start_enricher(spark: SparkSession, config: PipelineConfig, metrics: Metrics) -> StreamingQuery:
-    topics = config.enricher_topics()
-    starting = resume.starting(spark, config, "enricher", topics)
+def start_enricher(
+    spark: SparkSession, config: PipelineConfig, query: Query, metrics: Metrics
+) -> StreamingQuery:
+    topics = list(query.reads)
+    starting = resume.starting(spark, config, query.name, topics)
     stream = read_kafka(spark, config, *topics, starting=starting)
     return start_foreach_batch(stream, EnrichBatch(config, metrics))

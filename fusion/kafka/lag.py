@@ -10,7 +10,7 @@ benchmark.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from confluent_kafka import TopicPartition
 
@@ -18,71 +18,37 @@ from fusion.core.config import PipelineConfig
 from fusion.kafka import client as kafka_client
 from fusion.kafka.markers import Marker, read_markers
 
-ALL_SOURCES = "indexers"  # the one indexer query over every source topic
-
-
-def indexer_stage(config: PipelineConfig, sources: tuple[str, ...]) -> str:
-    """The name of the indexer query of ``sources``: ``indexers`` for all, else ``indexer-<s>``."""
-    if set(sources) == set(config.source_names):
-        return ALL_SOURCES
-    (source,) = sources
-    return f"indexer-{source}"
-
-
-SINGLE = "single"  # the whole pipeline as one query (fusion.single)
-
-
-def indexer_stages(config: PipelineConfig) -> list[str]:
-    """Every query that reads the source topics: the single one, the indexers (all, or one)."""
-    return [SINGLE, ALL_SOURCES, *(f"indexer-{s}" for s in config.source_names)]
-
-
-def stage_inputs(config: PipelineConfig, naive: bool = False) -> dict[str, list[str]]:
-    """Each query's name and the topics it reads (``naive``: the benchmark's baseline's)."""
-    if naive:
-        return {"naive": [config.topic_of(s) for s in config.sources]}
-    every = config.input_topics(config.source_names)
-    if config.pipeline.layout == "single":
-        return {SINGLE: config.input_topics(config.source_names, counts=True)}
-    stages = {ALL_SOURCES: every} | {
-        f"indexer-{name}": config.input_topics([name]) for name in config.source_names
-    }
-    stages["counter"] = config.counter_topics()
-    if config.pipeline.enrich_in == "enricher":
-        stages["enricher"] = config.enricher_topics()
-    return stages
+# Each query's name and the topics it reads (fusion.topology: Topology.inputs, reads).
+Inputs = Mapping[str, Sequence[str]]
 
 
 def stage_markers(
-    config: PipelineConfig, only: str | list[str] | None = None
+    config: PipelineConfig, inputs: Inputs
 ) -> dict[str, tuple[Marker | None, dict[tuple[str, int], int]]]:
-    """Each query's (or ``only`` those) last marker and committed input offsets."""
-    wanted = [only] if isinstance(only, str) else only
-    every = stage_inputs(config, naive=wanted == ["naive"])
-    inputs = {s: t for s, t in every.items() if wanted is None or s in wanted}
-    groups = {f"fusion-{config.name}-{stage}": topics for stage, topics in inputs.items()}
+    """Each query's last marker and committed input offsets."""
+    groups = {f"fusion-{config.name}-{stage}": list(topics) for stage, topics in inputs.items()}
     found = read_markers(config.kafka, config.markers_topic, groups)
     return {group.removeprefix(f"fusion-{config.name}-"): value for group, value in found.items()}
 
 
-def behind(config: PipelineConfig, stages: list[str]) -> int:
-    """Records ``stages`` still have to read; a stage that never committed counts from 0."""
-    return sum(stage_lag(config, stages).values())
+def behind(config: PipelineConfig, inputs: Inputs) -> int:
+    """Records the queries of ``inputs`` still have to read; one never committed counts from 0."""
+    return sum(stage_lag(config, inputs).values())
 
 
-def stage_lag(config: PipelineConfig, stages: list[str]) -> dict[str, int]:
-    """Records each of ``stages`` still has to read; one that never committed counts from 0."""
-    markers = {stage: stage_markers(config, stage)[stage] for stage in stages}
-    lag = lag_of(config, markers, unstarted_from_zero=True)
+def stage_lag(config: PipelineConfig, inputs: Inputs) -> dict[str, int]:
+    """Records each query still has to read; one that never committed counts from 0."""
+    markers = stage_markers(config, inputs)
+    lag = lag_of(config, inputs, markers, unstarted_from_zero=True)
     return {stage: value or 0 for stage, value in lag.items()}
 
 
 def lag_of(
     config: PipelineConfig,
+    inputs: Inputs,
     markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]],
     unstarted_from_zero: bool = False,
 ) -> dict[str, int | None]:
-    inputs = stage_inputs(config, naive="naive" in markers)
     ends = _end_offsets(config, {t for stage in markers for t in inputs[stage]})
     lag: dict[str, int | None] = {}
     for stage, (marker, offsets) in markers.items():
@@ -98,23 +64,26 @@ def lag_of(
 
 
 def source_lag(
-    config: PipelineConfig, markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]]
+    config: PipelineConfig,
+    inputs: Inputs,
+    markers: Mapping[str, tuple[Marker | None, dict[tuple[str, int], int]]],
 ) -> dict[str, int | None]:
-    """Records each source's topic holds past the furthest any indexer query committed.
+    """Records each source's topic holds past the furthest any query reading it committed.
 
-    None for a source that no indexer query has committed a batch of yet.
+    None for a source that no query has committed a batch of yet.
     """
-    inputs = stage_inputs(config)
+    topics = config.source_of_topic
     committed: dict[tuple[str, int], int] = {}
     started: set[str] = set()
-    for stage in indexer_stages(config):
+    for stage in inputs:
+        if not topics.keys() & set(inputs[stage]):
+            continue  # it reads no source topic: the counter, the enricher
         marker, offsets = markers.get(stage, (None, {}))
         if marker is None:
             continue
         started.update(inputs[stage])
         for where, offset in offsets.items():
             committed[where] = max(offset, committed.get(where, 0))
-    topics = config.source_of_topic
     ends = _end_offsets(config, set(topics))
     return {
         source: None
@@ -127,7 +96,7 @@ def source_lag(
 EARLIEST = -2  # Spark's startingOffsets JSON for "the earliest offset"
 
 
-def resume_offsets(config: PipelineConfig, stages: list[str], topics: list[str]) -> str | None:
+def resume_offsets(config: PipelineConfig, stages: Inputs, topics: list[str]) -> str | None:
     """Spark's ``startingOffsets`` JSON: where ``stages`` left ``topics`` (the furthest any did).
 
     A partition none of them committed starts at the earliest offset. None when

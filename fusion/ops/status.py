@@ -30,6 +30,7 @@ from fusion.kafka.pending import oldest_pending
 from fusion.observe import sketch
 from fusion.observe.figures import Figures
 from fusion.observe.names import ES_BACKPRESSURE_ALERT
+from fusion.topology import ENRICHER, topology_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,20 +56,22 @@ def gather(
     """
     es = es_client.connect(config.elasticsearch)
     before = es_client.rejected(es)
-    markers = stage_markers(config)
+    inputs = topology_of(config).inputs()
+    markers = stage_markers(config, inputs)
     if metrics is None:
         counts: Counter[str] = Counter()
         for marker, _ in markers.values():
             counts.update(marker.counts if marker is not None else {})
         metrics = {"counters": dict(counts), "latency_seconds": sketch.quantiles(counts)}
     state = summary(spark, config) if spark is not None else StateSummary()
-    lags = lag_of(config, markers), source_lag(config, markers)
+    lags = lag_of(config, inputs, markers), source_lag(config, inputs, markers)
     oldest = oldest_pending(config, markers)
     rejected = max(0, es_client.rejected(es) - before)
     return Inputs(metrics, *lags, state, rejected, oldest)
 
 
 def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
+    topology = topology_of(config)
     figures = Figures(inputs.metrics.get("counters", {}))
     latency = inputs.metrics.get("latency_seconds", {})
     return {
@@ -96,7 +99,7 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "oldest_pending_fanout": _iso(inputs.oldest_fanout),
             "dlq": figures.counter_dead_letters,
             # In the single layout one query counts (and indexes, and enriches).
-            "lag": inputs.lag.get(config.counter_query),
+            "lag": inputs.lag.get(topology.counter_query),
         },
         "enricher": {
             "enriched": figures.enriched,
@@ -109,9 +112,7 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             "latency_p99_seconds": latency.get("p99"),
             "latency_relative_error": latency.get("relative_error"),
             # Enriched in the counter's task: the counter's input is the enricher's too.
-            "lag": inputs.lag.get(
-                "enricher" if config.pipeline.enrich_in == "enricher" else config.counter_query
-            ),
+            "lag": inputs.lag.get(ENRICHER if topology.enricher_apart else topology.counter_query),
         },
         "elasticsearch": {"retries": figures.es_retries, "rejected_now": inputs.rejected_now},
         "alerts": dict(inputs.metrics.get("alerts", {})) | _rejecting(inputs.rejected_now),

@@ -31,6 +31,7 @@ from fusion.elastic import client as es_client
 from fusion.kafka import lag
 from fusion.spark.checkpoint import CheckpointFiles, committed_batches, planned_batches
 from fusion.spark.errors import CheckpointLostError
+from fusion.topology import ENRICHER, topology_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -79,7 +80,7 @@ def starting(
     """``startingOffsets`` of a rebuilt ``query``: where its last committed batch ended."""
     if not rebuilding(spark, config, query):
         return None
-    return lag.resume_offsets(config, [query], topics)
+    return lag.resume_offsets(config, {query: topics}, topics)
 
 
 def evidence(config: PipelineConfig, query: str) -> list[str]:
@@ -91,11 +92,12 @@ def evidence(config: PipelineConfig, query: str) -> list[str]:
     documents in the enriched index say it too (either alone may be another
     writer's: a test's events, a reindex).
     """
-    marker, _ = lag.stage_markers(config, query)[query]
+    reads = topology_of(config).inputs()[query]
+    marker, _ = lag.stage_markers(config, {query: reads})[query]
     if marker is not None:
         where = config.markers_topic
         return [f"batch {marker.batch} of its {query} query committed ({where})"]
-    if query not in (config.counter_query, "enricher"):
+    if query not in (topology_of(config).counter_query, ENRICHER):
         return []
     events = _records(config, config.ready_topic)
     es = es_client.connect(config.elasticsearch)

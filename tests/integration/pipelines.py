@@ -27,6 +27,7 @@ from fusion.ops import teardown
 from fusion.ops.health import HealthWatch
 from fusion.spark import watch
 from fusion.spark.watch import Watcher
+from fusion.topology import topology_of
 from indexers.records import RawRecord, SourceRecord, parse
 
 
@@ -60,7 +61,7 @@ def run_pipeline(
     before it did (a stalled run must not pass for one that finished)."""
     metrics = metrics or Metrics()
     pipeline.prepare(config)
-    queries = pipeline.start(spark, config, pipeline.select(config, only), metrics)
+    queries = pipeline.start(spark, config, topology_of(config).select(only), metrics)
     finished = False
 
     def check() -> bool:
@@ -203,7 +204,7 @@ class RunningPipeline:
         self.config = config
         self.metrics = metrics or Metrics()
         pipeline.prepare(config)
-        everything = pipeline.select(config, None)
+        everything = topology_of(config).select()
         self.queries = pipeline.start(spark, config, everything, self.metrics)
         self.health = HealthWatch(config, self.metrics).__enter__()
 
@@ -308,4 +309,5 @@ def wait_until(
 
 def consumer_lag(config: PipelineConfig, only: str | None = None) -> dict[str, int | None]:
     """Records (plus transaction markers) each query (or ``only`` that one) still has to read."""
-    return lag_of(config, stage_markers(config, only))
+    inputs = {n: t for n, t in topology_of(config).inputs().items() if only in (None, n)}
+    return lag_of(config, inputs, stage_markers(config, inputs))

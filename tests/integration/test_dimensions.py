@@ -141,9 +141,11 @@ def test_status_names_the_oldest_change_whose_fan_out_waits(
     from acks.fanout import FanoutRequest
     from fusion.kafka.lag import stage_markers
     from fusion.kafka.pending import oldest_pending
+    from fusion.topology import topology_of
     from indexers.fanout import request_records
 
     config = _config(settings, tmp_path)
+    inputs = topology_of(config).inputs()
     kafka_topics.ensure_topics(config)
     try:
         times = [datetime(2026, 1, 1, 10, m, tzinfo=UTC) for m in (5, 1, 9)]
@@ -153,8 +155,8 @@ def test_status_names_the_oldest_change_whose_fan_out_waits(
         ]
         produce(config, request_records(config, requests))
         # No query worked any of them: the oldest is the 10:01 change, whichever partition.
-        assert oldest_pending(config, stage_markers(config)) == times[1]
+        assert oldest_pending(config, stage_markers(config, inputs)) == times[1]
         no_dimensions = config.model_copy(update={"sources": config.sources[:2]})
-        assert oldest_pending(no_dimensions, stage_markers(config)) is None
+        assert oldest_pending(no_dimensions, stage_markers(config, inputs)) is None
     finally:
         drop(config)

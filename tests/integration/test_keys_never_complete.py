@@ -29,6 +29,7 @@ from fusion.counter.decisions import retention_ms
 from fusion.counter.state import key_state
 from fusion.observe.names import STATE_OUTLIVED_ALERT
 from fusion.spark.checkpoint import CheckpointFiles, batch_offsets, planned_batches
+from fusion.topology import topology_of
 from tests.integration.pipelines import (
     RunningPipeline,
     drop,
@@ -110,7 +111,7 @@ def _has_state(spark: Any, config: PipelineConfig, key: str) -> bool:
 
 
 def _last_batch_ms(spark: Any, config: PipelineConfig) -> int:
-    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
+    files = CheckpointFiles(spark, config.checkpoint(topology_of(config).counter_query))
     found = batch_offsets(files, planned_batches(files)[-1])
     assert found is not None
     return found[0]

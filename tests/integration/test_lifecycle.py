@@ -31,6 +31,7 @@ from fusion.enricher.task import EnrichedDoc
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.ops import explain, status
+from fusion.topology import topology_of
 from tests.integration.pipelines import (
     RunningPipeline,
     consumer_lag,
@@ -118,8 +119,9 @@ def story(
                 60,
                 "L1's complete document",
             )
+            counting = topology_of(config).counter_query
             run.wait_for(
-                lambda: consumer_lag(config, config.counter_query)[config.counter_query] == 0,
+                lambda: consumer_lag(config, counting)[counting] == 0,
                 60,
                 "the counter to decide every ack, the re-sent record's too",
             )

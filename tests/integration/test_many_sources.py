@@ -21,6 +21,7 @@ from fusion.kafka import client as kafka_client
 from fusion.kafka import lag
 from fusion.kafka import topics as kafka_topics
 from fusion.observe.figures import Figures
+from fusion.topology import ALL_SOURCES, SINGLE, topology_of
 from tests.integration.pipelines import assert_exact_join, drop, make_config, run_pipeline
 
 SOURCES = [f"department_{n:02d}" for n in range(1, 17)]
@@ -38,8 +39,8 @@ def test_sixteen_sources_are_joined_exactly_and_counted_in_their_markers(
         run_pipeline(spark, config, done=lambda m: m.get("enricher.enriched") >= len(data.expected))
         assert_exact_join(settings, config, data.expected)
         # The indexing query's marker holds every source's counts.
-        stage = "single" if layout == "single" else lag.ALL_SOURCES
-        marker, _ = lag.stage_markers(config, stage)[stage]
+        stage = SINGLE if layout == "single" else ALL_SOURCES
+        marker, _ = lag.stage_markers(config, topology_of(config).inputs())[stage]
         assert marker is not None, "no marker: its commits were refused"
         figures = Figures(dict(marker.counts))
         assert all(figures.source(s).indexed > 0 for s in SOURCES), marker.counts

@@ -21,11 +21,11 @@ from fusion import pipeline
 from fusion.bench.generator import produce
 from fusion.core.settings import Settings
 from fusion.kafka import client as kafka_client
-from fusion.kafka import lag
 from fusion.kafka.errors import MarkersGoneError
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import REPLAY_ALERT
 from fusion.spark.checkpoint import CheckpointFiles, committed_batches
+from fusion.topology import indexer_name, topology_of
 from tests.integration.pipelines import drop, make_config, read_topic, run_pipeline, source_record
 
 ONLY = "indexer:billing"
@@ -43,7 +43,7 @@ def test_a_replay_without_its_markers_is_refused_at_start(
     spark: Any, settings: Settings, tmp_path: Path
 ) -> None:
     config = make_config(settings, tmp_path, ["billing", "insurance"], layout="stages")
-    stage = lag.indexer_stage(config, ("billing",))
+    stage = indexer_name("billing")
     files = CheckpointFiles(spark, config.checkpoint(stage))
     try:
         # Two runs: a checkpoint with committed batches before the one left to replay.
@@ -63,7 +63,7 @@ def test_a_replay_without_its_markers_is_refused_at_start(
         for future in admin.delete_consumer_groups([f"fusion-{config.name}-{stage}"]).values():
             future.result(30)
         with pytest.raises(MarkersGoneError) as refused:
-            pipeline.start(spark, config, pipeline.select(config, ONLY), Metrics())
+            pipeline.start(spark, config, topology_of(config).select(ONLY), Metrics())
         message = str(refused.value)
         assert f"batch {pending} was started but never committed" in message
         assert "offsets.retention.minutes" in message and "\n" not in message

@@ -19,6 +19,7 @@ from fusion.core.settings import MetricsSettings, Settings
 from fusion.counter import state as counter_state
 from fusion.kafka import topics as kafka_topics
 from fusion.observe.metrics import Metrics
+from fusion.topology import topology_of
 from tests.integration.pipelines import Samples, drop, make_config, read_topic, scrape
 
 
@@ -42,7 +43,7 @@ def test_a_scrape_during_a_real_run_shows_the_runs_counts(
 
     def run() -> None:
         try:
-            pipeline.execute(config, pipeline.select(config, None), metrics, None, hooks)
+            pipeline.execute(config, topology_of(config).select(), metrics, None, hooks)
         except BaseException as exc:  # handed to the test thread
             failure.append(exc)
 

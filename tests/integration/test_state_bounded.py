@@ -29,6 +29,7 @@ from fusion.spark.checkpoint import (
     committed_batches,
     planned_batches,
 )
+from fusion.topology import topology_of
 from tests.integration.pipelines import RunningPipeline, drop, make_config, read_topic
 
 WAVES = 3
@@ -51,7 +52,7 @@ def _state_after(spark: Any, config: PipelineConfig, batch_id: int) -> dict[str,
 
 def _check(spark: Any, config: PipelineConfig, batch_id: int, fired_ms: dict[str, int]) -> int:
     """The state after ``batch_id`` is exactly the fired keys whose TTL had not passed."""
-    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
+    files = CheckpointFiles(spark, config.checkpoint(topology_of(config).counter_query))
     at = _batch_time(files, batch_id)
     held = _state_after(spark, config, batch_id)
     ttl_ms = retention_ms(TTL_SECONDS * 1000)  # Spark's TTL: state_ttl and its margin
@@ -71,7 +72,8 @@ def _fired_ms(settings: Settings, config: PipelineConfig) -> dict[str, int]:
 
 
 def _counter(run: RunningPipeline) -> Any:
-    (counter,) = [q for q in run.queries if q.name.endswith(f"-{run.config.counter_query}")]
+    counting = topology_of(run.config).counter_query
+    (counter,) = [q for q in run.queries if q.name.endswith(f"-{counting}")]
     return counter
 
 
@@ -88,7 +90,7 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
     spark: Any, settings: Settings, tmp_path: Path
 ) -> None:
     config = make_config(settings, tmp_path, ["billing", "insurance"], state_ttl=f"{TTL_SECONDS}s")
-    files = CheckpointFiles(spark, config.checkpoint(config.counter_query))
+    files = CheckpointFiles(spark, config.checkpoint(topology_of(config).counter_query))
     try:
         with RunningPipeline(spark, config) as run:
             for wave in range(WAVES):
@@ -123,7 +125,7 @@ def test_a_key_stays_exactly_as_long_as_its_state_ttl(
             # query read its input, the counter stays still while the last TTL
             # passes (at least IDLE_TRIGGERS triggers); then a record the
             # indexer rejects (no state of its own) brings that batch.
-            stages = list(lag.stage_inputs(config))
+            stages = topology_of(config).inputs()
             run.wait_for(lambda: lag.behind(config, stages) == 0, 60, "every input read")
             run.wait_for(lambda: not _counter_busy(run), 60, "the counter's last batch to end")
             # Batches counted in the checkpoint's offset log: an idle query's progress

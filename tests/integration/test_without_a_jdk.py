@@ -21,6 +21,7 @@ from fusion.core.settings import Settings
 from fusion.counter.engine import ENGINE_FILE, NO_JAVAC
 from fusion.infra import jvm_code as jvm
 from fusion.infra.artifacts import ECJ, ArtifactCache
+from fusion.topology import topology_of
 from tests.integration.pipelines import assert_exact_join, drop, write_config_file
 
 BIN = Path(sys.executable).parent
@@ -68,7 +69,9 @@ def test_a_java_runtime_without_javac_runs_the_pipeline(settings: Settings, tmp_
         assert result.returncode == 0, result.stderr[-3000:]
         assert_exact_join(settings, config, data.expected)
         assert NO_JAVAC in " ".join(result.stderr.split()), result.stderr[-3000:]
-        written = Path(urlparse(config.checkpoint(config.counter_query)).path) / ENGINE_FILE
+        written = (
+            Path(urlparse(config.checkpoint(topology_of(config).counter_query)).path) / ENGINE_FILE
+        )
         assert written.read_text().strip() == "python"
         assert jvm.jar_path(home).is_file()
         assert list((home / "artifacts" / f"ecj-{ECJ.version}").glob("ecj-*.jar"))

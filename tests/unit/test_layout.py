@@ -73,6 +73,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 # What each package may import, lowest first: a package imports its own layer or lower.
 LAYERS = [
     {"fusion.core", "acks"},  # settings, errors, events, fault injection; the ack contract
+    {"fusion.topology"},  # which queries a pipeline runs, what each reads, what it holds
     {"fusion.observe"},  # metrics, their names and the one reading of them (figures)
     # local servers, artifacts and the build of Fusion's JVM code; Kafka; Elasticsearch
     {"fusion.infra", "fusion.kafka", "fusion.elastic"},

@@ -47,6 +47,7 @@ from fusion.kafka.producer import Publisher
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import percentiles
 from fusion.ops import teardown
+from fusion.topology import reads, topology_of
 
 Mode = Literal["naive", "counted", "batched"]
 MODES: tuple[Mode, ...] = ("naive", "counted", "batched")
@@ -151,8 +152,8 @@ def run_mode(
                 time.sleep(0.5)
         # The documents are searchable before their batch commits; its counts come
         # with the commit, so stop only once every query committed all its input.
-        selection = naive.selection() if only else pipeline.select(config, None)
-        stages = selection.queries(config)
+        queries = (naive.query(config),) if only else topology_of(config).select()
+        stages = reads(queries)
         while lag.behind(config, stages) > 0:
             run.check()
             time.sleep(0.5)

@@ -70,6 +70,7 @@ from fusion.elastic import client as es_client
 from fusion.kafka import lag
 from fusion.observe.figures import Figures
 from fusion.ops import teardown
+from fusion.topology import reads, topology_of
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def rename(
     with PipelineProcess(config, workdir) as run:
         run.wait_started()
         until(lambda: with_brand(es, config, "ACME") >= items, run.check)
-        until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
+        until(lambda: lag.behind(config, reads(topology_of(config).select())) == 0,
                run.check)  # fmt: skip
         run.stop()
     with PipelineProcess(config, workdir) as run:
@@ -161,7 +162,7 @@ def rename(
         during = wave(es, send, config, "D", ordinary, run.check, also=(rename_a,))
         until(lambda: with_brand(es, config, "Rotunda") >= items, run.check)
         last = last_enriched(es, config, "I")
-        until(lambda: lag.behind(config, pipeline.select(config, None).queries(config)) == 0,
+        until(lambda: lag.behind(config, reads(topology_of(config).select())) == 0,
                run.check)  # fmt: skip
         assert run.process is not None
         servers = server_pids(config)

@@ -29,7 +29,6 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError
 
-from fusion import pipeline
 from fusion.bench.generator import GenOptions, build_dataset, produce
 from fusion.bench.jvm_memory import (
     DIRECT,
@@ -52,6 +51,7 @@ from fusion.elastic import client as es_client
 from fusion.kafka import lag
 from fusion.observe import names
 from fusion.spark import memory_limits
+from fusion.topology import reads, topology_of
 
 SOURCES = 4
 
@@ -152,7 +152,7 @@ def _run(
         with watch_peaks(run.process.pid) as watch, native_peaks(run.process.pid) as native:
             started = time.monotonic()
             produce(config, dataset.records)
-            stages = pipeline.select(config, None).queries(config)
+            stages = reads(topology_of(config).select())
             while _enriched(es, config) < keys or lag.behind(config, stages) > 0:
                 run.check()
                 time.sleep(0.5)

@@ -48,6 +48,7 @@ from fusion.core.machine.ports import free_port
 from fusion.core.settings import Settings
 from fusion.kafka import lag
 from fusion.ops import teardown
+from fusion.topology import reads, topology_of
 
 SAMPLE_SECONDS = 10.0
 CHUNK_SECONDS = 10.0  # the producer generates and sends this much at a time
@@ -149,7 +150,7 @@ class Soak:
         self.restarts: list[float] = []  # when (s) Elasticsearch was restarted
         self.start = 0.0
         self.produced = 0.0  # seconds the input took to send
-        self.stages = pipeline.select(config, None).queries(config)
+        self.stages = reads(topology_of(config).select())
         self.run_process: PipelineProcess | None = None
 
     def run(self, outputs: Outputs) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from fusion.bench.sustain.step import StepMeter, spark_phases
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.ops import teardown
+from fusion.topology import topology_of
 
 
 def run_sustain(
@@ -92,7 +93,7 @@ def run_sustain(
         "max_offsets_per_trigger": config.pipeline.max_offsets_per_trigger,
         "trigger_interval": config.pipeline.trigger_interval,
         "refresh_interval": config.pipeline.refresh_interval,
-        "layout": config.pipeline.layout,
+        "layout": topology_of(config).layout,
         "pipeline_set": dict(options.pipeline),
         "machine": machine(settings),
         "sustained": summary(best),

@@ -11,7 +11,6 @@ import random
 import threading
 import time
 
-from fusion import pipeline
 from fusion.bench.errors import SustainError
 from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.hops import TopicTimes, hop_summary
@@ -25,6 +24,7 @@ from fusion.core.config import PipelineConfig
 from fusion.kafka import lag
 from fusion.observe import names
 from fusion.observe.figures import Figures
+from fusion.topology import reads, topology_of
 
 
 def steady_dataset(
@@ -65,7 +65,7 @@ class StepMeter:
         self.run = run
         self.times = times
         self.objective = objective
-        self.stages = pipeline.select(config, None).queries(config)
+        self.stages = reads(topology_of(config).select())
         self.count = 0
         self.servers = server_pids(config)
 

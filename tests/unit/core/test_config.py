@@ -157,7 +157,7 @@ def test_the_naive_baseline_is_a_component_the_benchmark_selects_not_a_setting(
     tmp_path: Path,
 ) -> None:
     from fusion.bench import naive
-    from fusion.pipeline import select
+    from fusion.topology import topology_of
 
     with pytest.raises(ConfigError, match=r"pipeline\.mode: unknown key"):
         _load(
@@ -165,8 +165,8 @@ def test_the_naive_baseline_is_a_component_the_benchmark_selects_not_a_setting(
             MINIMAL.replace('key_field = "visit_id"', 'key_field = "visit_id"\nmode = "naive"'),
         )
     config = _load(tmp_path, MINIMAL)
-    assert naive.selection().queries(config) == ["naive"]
-    assert "naive" not in select(config, None).queries(config)
+    assert naive.query(config).name == "naive"
+    assert "naive" not in topology_of(config).inputs()
 
 
 @pytest.mark.parametrize("name", ["id", "fusion"])

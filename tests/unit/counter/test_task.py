@@ -48,7 +48,7 @@ def test_each_kind_of_row_becomes_its_record_or_count() -> None:
         },
     )
 
-    decided = decided_events(CONFIG, rows)
+    decided = decided_events(CONFIG, rows, enriches=True)
 
     topics = [topic for topic, _, _ in decided.records]
     assert topics == [CONFIG.ready_topic, CONFIG.dlq_topic]

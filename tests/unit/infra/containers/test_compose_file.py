@@ -7,10 +7,10 @@ from typing import Any
 
 import yaml
 
-from fusion import pipeline
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.infra.artifacts import ELASTICSEARCH_VERSION, KAFKA_VERSION
+from fusion.topology import topology_of
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -90,7 +90,7 @@ def test_one_spark_submit_service_per_component_and_a_generator() -> None:
             "$$(fusion spark-submit-args) --config examples/healthcare-components.toml" in command
         )
         assert command.endswith(f"--only {component}")
-        pipeline.select(config, component)  # the pipeline file allows running it alone
+        topology_of(config).select(component)  # the pipeline file allows running it alone
         assert service["image"] == "fusion:latest"
         assert service["environment"]["FUSION_KAFKA_BOOTSTRAP"] == "kafka:29092"
         assert "checkpoints:/opt/fusion/checkpoints" in service["volumes"]
