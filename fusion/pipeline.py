@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,8 +120,12 @@ def execute(
     hooks: Hooks = Hooks(),  # frozen: a shared default is safe
     submitted: bool = False,
     starters: Mapping[str, Starter] = STARTERS,
+    ships: Iterable[str] = (),
 ) -> None:
     """Prepare topics and indexes, run the selected queries until done or idle, stop them.
+
+    ``starters`` start each kind of query; ``ships``: packages beyond the runtime
+    that their tasks need on the executors (:mod:`fusion.spark.shipping`).
 
     While they run, a :class:`~fusion.ops.health.HealthWatch` checks both servers
     every few seconds and puts an outage first on the status line, and with
@@ -149,7 +153,7 @@ def execute(
             server = stack.enter_context(metrics_server(config, inputs, metrics))
             hooks.say(f"Prometheus metrics at {server.url}")
         app = f"fusion-{config.name}"
-        spark = spark_session(config, app_name=app, submitted=submitted, reserve_memory=True)
+        spark = spark_session(config, app, submitted, reserve_memory=True, ships=ships)
         if not (config.spark.log_to_console or submitted):  # spark-submit logs its own way
             hooks.say(f"Spark's log: {spark_logs.log_file(config.spark, config.runtime.home, app)}")
         daemon.start_workers(spark)

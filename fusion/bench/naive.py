@@ -44,6 +44,11 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 LOOKUP_THREADS = 8
+# Its own counts, beside the enricher's it adds to as well (lookups, documents fetched).
+BULK_REQUESTS = "naive.bulk_requests"
+ES_REQUESTS = "naive.es_requests"
+WASTED = "naive.wasted"  # lookups that found a source missing: what the counter saves
+DLQ = "naive.dlq"
 
 
 @dataclass(frozen=True)
@@ -118,11 +123,11 @@ class NaiveMatcher:
         )
         written = write_documents(self.es, target, enriched, self.retry, self.metrics)
         self.metrics.add(names.ENRICHER_ENRICHED, len(written.confirmed))
-        self.metrics.add(names.NAIVE_BULK_REQUESTS, written.requests)
+        self.metrics.add(BULK_REQUESTS, written.requests)
         self.pool.shutdown()
         records, too_large = enriched_records(self.config, written.confirmed)
         dead = dead + written.dead + too_large
-        self.metrics.add(names.NAIVE_DLQ, len(dead))
+        self.metrics.add(DLQ, len(dead))
         return records + dead_letter_records(self.config.dlq_topic, dead, self.config.message_limit)
 
     def _index(
@@ -142,7 +147,7 @@ class NaiveMatcher:
             confirmed.extend((source, item) for item in result.confirmed)
             dead.extend(result.dead)
             self.metrics.add(names.source_count(name, names.SOURCE_INDEXED), len(result.confirmed))
-            self.metrics.add(names.NAIVE_BULK_REQUESTS, result.requests)
+            self.metrics.add(BULK_REQUESTS, result.requests)
         return confirmed, dead
 
     def _match(
@@ -161,7 +166,7 @@ class NaiveMatcher:
             if hit is not None:
                 found[id(item)][other.name] = hit
         others = len(self.config.sources) - 1
-        self.metrics.add(names.NAIVE_ES_REQUESTS, len(lookups))
+        self.metrics.add(ES_REQUESTS, len(lookups))
         self.metrics.add(names.ENRICHER_ES_REQUESTS, len(lookups))
         enriched = []
         now = now_iso()
@@ -169,7 +174,7 @@ class NaiveMatcher:
             docs = found[id(item)]
             self.metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
             if len(docs) < others:
-                self.metrics.add(names.NAIVE_WASTED, others)
+                self.metrics.add(WASTED, others)
                 continue
             record = item.record
             docs[source.name] = FoundDoc(record.doc, item.version)
@@ -206,3 +211,5 @@ def start_naive(
 
 # How `fusion run --only naive` starts its query: the pipeline's own kinds, and this one.
 NAIVE_STARTERS = {**STARTERS, KIND: start_naive}
+# Its tasks run this module, which the executors' zip of the runtime leaves out.
+SHIPS = ("fusion.bench",)

@@ -112,8 +112,9 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     config = with_run_options(pipeline_of(settings), args)
     # The benchmark's naive baseline is no stage of the pipeline: it brings its own query.
     queries: tuple[Query, ...]
+    ships: tuple[str, ...] = ()
     if args.only == naive.NAME:
-        queries, starters = (naive.query(config),), naive.NAIVE_STARTERS
+        queries, starters, ships = (naive.query(config),), naive.NAIVE_STARTERS, naive.SHIPS
     else:
         queries, starters = topology_of(config).select(args.only), pipeline.STARTERS
     metrics = Metrics()
@@ -137,6 +138,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
                 hooks,
                 submitted=args.submitted,
                 starters=starters,
+                ships=ships,
             )
     except KeyboardInterrupt:
         interrupted = True  # Ctrl-C: the queries stopped; say what they did

@@ -75,7 +75,7 @@ class Figures:
         return self._total(f".{names.DLQ}")
 
     def query_dead_letters(self, query: str) -> int:
-        """One query's (``indexer-<source>``, ``counter``, ``enricher``, ``naive``)."""
+        """One query's (``indexer-<source>``, ``counter``, ``enricher``, or a benchmark's)."""
         return self._get(f"{query.replace('-', '.', 1)}.{names.DLQ}")
 
     @property
@@ -157,7 +157,7 @@ class Figures:
 
     @property
     def lookups(self) -> int:
-        """The enricher's (or naive mode's) lookup requests: GETs or ``_mget``s."""
+        """The enricher's lookup requests: GETs or ``_mget``s."""
         return self._get(names.ENRICHER_ES_REQUESTS)
 
     @property
@@ -168,11 +168,6 @@ class Figures:
     def bulk_requests(self) -> int:
         """Every stage's bulk writes (source and enriched documents)."""
         return self._total(names.SOURCE_BULK_REQUESTS)
-
-    @property
-    def wasted_lookups(self) -> int:
-        """Naive mode's lookups that found a source missing (the counter's saving)."""
-        return self._get(names.NAIVE_WASTED)
 
     @property
     def docs_fetched(self) -> int:

@@ -94,12 +94,6 @@ DIMENSION_COUNTS = (
     FANOUT_DLQ, SLOT_ACKS, STAGE_INDEX_SLOTS, STAGE_INDEX_FANOUT,
 )  # fmt: skip
 
-# The naive baseline (the benchmark's).
-NAIVE_BULK_REQUESTS = "naive.bulk_requests"
-NAIVE_ES_REQUESTS = "naive.es_requests"
-NAIVE_WASTED = "naive.wasted"  # lookups that found a source missing
-NAIVE_DLQ = "naive.dlq"
-
 # Every task's writer (the executors' JVM): a batch found published already, Kafka
 # calls retried within the budget, records spilled to disk until the commit.
 TASKS_REPLAYED = "tasks.replayed"

@@ -54,7 +54,7 @@ def families(
     found = [
         *stage_families(config, figures, queries),
         _per_query(
-            _dead_letter_stages(config, queries),
+            _dead_letter_stages(config),
             figures.query_dead_letters,
             CounterMetricFamily(
                 "fusion_dead_letters",
@@ -78,7 +78,7 @@ def families(
                 labels=["query"],
             ),
         ),
-        _es_requests(config, queries, figures),
+        _es_requests(config, figures),
         CounterMetricFamily(
             "fusion_es_retries", "Elasticsearch calls retried", value=figures.es_retries
         ),
@@ -111,7 +111,7 @@ def families(
     return [*found, lag_family, up, *pressure]
 
 
-def _es_requests(config: PipelineConfig, queries: list[str], figures: Figures) -> Metric:
+def _es_requests(config: PipelineConfig, figures: Figures) -> Metric:
     family = CounterMetricFamily(
         "fusion_es_requests",
         "Requests sent to Elasticsearch, by stage and kind",
@@ -123,21 +123,17 @@ def _es_requests(config: PipelineConfig, queries: list[str], figures: Figures) -
         ("enricher", lookup, figures.lookups),
         ("enricher", "bulk", figures.enricher_bulk_requests),
     ]
-    if "naive" in queries:
-        rows = [("naive", "get", figures.lookups), ("naive", "bulk", figures.bulk_requests)]
     for stage, kind, value in rows:
         family.add_metric([stage, kind], value)
     return family
 
 
-def _dead_letter_stages(config: PipelineConfig, queries: list[str]) -> list[str]:
+def _dead_letter_stages(config: PipelineConfig) -> list[str]:
     """The stages that dead-letter (one query may run several: ``single``, ``indexers``).
 
     The label keeps a stage's name whichever layout runs it, so an alert on
     ``indexer-<source>`` holds when the layout changes.
     """
-    if "naive" in queries:
-        return ["naive"]
     return [*(f"indexer-{s}" for s in config.source_names), "counter", "enricher"]
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.core.faults import ENV_NAMES
 from fusion.core.settings import Settings
-from fusion.infra import jvm_code as jvm
-from fusion.infra.artifacts import ArtifactCache
-from fusion.infra.spark import class_archive
 from fusion.spark import daemon, memory_limits
 from fusion.spark import logs as spark_logs
 from fusion.spark.shipping import package_zip
@@ -23,6 +21,11 @@ if TYPE_CHECKING:
 
 def spark_jars(settings: Settings) -> list[Path]:
     """What ``spark.jars`` needs: the Kafka connector and Fusion's JVM classes."""
+    # The driver's: from the machine's cache (fusion.infra), which the executors' zip
+    # leaves out (fusion.spark.shipping), so imported here rather than with the module.
+    from fusion.infra import jvm_code as jvm
+    from fusion.infra.artifacts import ArtifactCache
+
     home = settings.runtime.home
     cache = ArtifactCache(home)
     kafka = cache.spark_kafka_jars()
@@ -54,6 +57,7 @@ def spark_session(
     app_name: str | None = None,
     submitted: bool = False,
     reserve_memory: bool = False,
+    ships: Iterable[str] = (),
 ) -> SparkSession:
     """A SparkSession with the Kafka connector on ``spark.jars`` and the configured state store.
 
@@ -63,8 +67,11 @@ def spark_session(
     Under ``spark-submit`` (``submitted``), master, jars and py-files come from
     its command line instead. ``reserve_memory``: the JVM that runs the tasks
     commits its heap at start (``fusion run``; :mod:`fusion.spark.memory_limits`).
+    ``ships``: packages the zip leaves out that this run's tasks need.
     """
     from pyspark.sql import SparkSession
+
+    from fusion.infra.spark import class_archive  # the driver's, as in spark_jars
 
     # Executors' Python workers run this interpreter unless told otherwise.
     python = settings.spark.python or os.environ.get("PYSPARK_PYTHON") or sys.executable
@@ -107,5 +114,5 @@ def spark_session(
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel(settings.spark.log_level)
     if not submitted:
-        session.sparkContext.addPyFile(str(package_zip(settings.runtime.home)))
+        session.sparkContext.addPyFile(str(package_zip(settings.runtime.home, ships)))
     return session

@@ -177,7 +177,7 @@ def run_mode(
         es_requests=requests,
         bulk_requests=figures.bulk_requests,
         requests_per_key=round(requests / enriched, 4),
-        wasted_requests=figures.wasted_lookups,
+        wasted_requests=counts.get(naive.WASTED, 0),
         docs_fetched=figures.docs_fetched,
         wall_seconds=round(wall, 3),
         keys_per_second=round(keys / wall, 1),

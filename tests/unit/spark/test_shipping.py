@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import threading
 import zipfile
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 
 from fusion.spark import shipping
+
+ROOT = Path(shipping.__file__).resolve().parents[2]
 
 
 def test_two_builds_at_once_leave_a_whole_zip(
@@ -41,3 +44,67 @@ def test_two_builds_at_once_leave_a_whole_zip(
         assert archive.testzip() is None
         assert "fusion/spark/shipping.py" in archive.namelist()
     assert [p.name for p in built["first"].parent.iterdir()] == [built["first"].name]
+
+
+def _names(also: tuple[str, ...] = ()) -> set[str]:
+    return {path.relative_to(root).as_posix() for root, path in shipping.shipped(also)}
+
+
+def test_the_zip_holds_the_runtime_only() -> None:
+    names = _names()
+    for runtime in ("fusion/spark/shipping.py", "indexers/task.py", "acks/__init__.py"):
+        assert runtime in names
+    for stage in ("fusion/counter/", "fusion/enricher/", "fusion/kafka/", "fusion/elastic/"):
+        assert any(name.startswith(stage) for name in names), stage
+    left = [n for n in names if n.startswith(("fusion/bench/", "fusion/cli/", "fusion/infra/"))]
+    assert left == [] and "fusion/__main__.py" not in names
+
+
+def test_a_run_names_the_packages_its_tasks_need_beyond_the_runtime() -> None:
+    names = _names(("fusion.bench",))
+    assert "fusion/bench/naive.py" in names
+    assert not any(n.startswith(("fusion/cli/", "fusion/infra/")) for n in names)
+
+
+def _module_imports(source: str) -> list[str]:
+    """The modules a module imports as it loads (not in functions, not for type checking).
+
+    ``from package import name`` counts as ``package`` and as ``package.name``:
+    the second is checked only where it is a module of the project.
+    """
+    found: list[str] = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+            elif isinstance(node, ast.If | ast.Try):
+                visit(node.body + node.orelse)
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+            elif isinstance(node, ast.Import):
+                found.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.append(node.module)
+                found.extend(f"{node.module}.{alias.name}" for alias in node.names)
+
+    visit(ast.parse(source).body)
+    return found
+
+
+def _module_name(relative: Path) -> str:
+    return relative.with_suffix("").as_posix().removesuffix("/__init__").replace("/", ".")
+
+
+def test_nothing_in_the_zip_imports_a_module_the_zip_leaves_out() -> None:
+    tree = [p for package in shipping.PACKAGES for p in (ROOT / package).rglob("*.py")]
+    everything = {_module_name(p.relative_to(ROOT)) for p in tree}
+    shipped = [(root, path) for root, path in shipping.shipped() if path.suffix == ".py"]
+    modules = {_module_name(path.relative_to(root)) for root, path in shipped}
+    missing = {
+        path.relative_to(root).as_posix(): name
+        for root, path in shipped
+        for name in _module_imports(path.read_text())
+        if name in everything and name not in modules
+    }
+    assert missing == {}
