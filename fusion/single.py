@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
-from fusion.counter import processor
 from fusion.counter.decisions import Rules
-from fusion.counter.query import CounterBatch, restored_state, rules_json, start_with_clock
+from fusion.counter.engine import engine_of
+from fusion.counter.query import CounterBatch, restored_state, start_with_clock
 from fusion.observe.metrics import Metrics
 from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, writer_spec
@@ -62,8 +62,6 @@ def start_single(
 
 def indexed_and_counted(spark: SparkSession, config: PipelineConfig, query: Query) -> DataFrame:
     """The source topics, indexed and acked, through the counter's keyed state."""
-    from pyspark.sql import DataFrame
-
     stream = read_with_clock(spark, config, query.name, *query.reads)
     # The indexer's writer: ids fusion-<pipeline>-single-index@<topic>-<partition>; it reads
     # the query and batch from the job it runs in.
@@ -71,14 +69,8 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig, query: Quer
     task = partition_function(job, IndexPartition(config.source_of_topic), handoff_batch)
     indexed = stream.selectExpr(*KAFKA_SELECT).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
-    rules = Rules.of(config)
     initial = restored_state(spark, config)
-    counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    if config.pipeline.counter_engine == "python":
-        published = DataFrame(counter.published(indexed._jdf, spec), spark)
-        return processor.count(published, rules, initial)
-    jinitial = None if initial is None else initial._jdf
-    return DataFrame(counter.single(indexed._jdf, spec, rules_json(rules), jinitial), spark)
+    return engine_of(config).index_and_count(indexed, spec, Rules.of(config), initial)
 
 
 def refuse_a_stages_checkpoint(spark: SparkSession, config: PipelineConfig) -> None:

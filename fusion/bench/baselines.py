@@ -23,7 +23,7 @@ from fusion.bench.jvm_baseline import fraction, run_jvm_baseline
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import lower_median
 from fusion.core.config import PipelineConfig
-from fusion.core.config_values import CounterEngine
+from fusion.core.config_values import CounterEngineName
 from fusion.core.events import now_iso, now_utc
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
@@ -36,7 +36,7 @@ OPERATORS = {"jvm": "JVM processor", "python": "Python StatefulProcessor"}
 
 
 def run_counter_only(
-    config: PipelineConfig, dataset: Dataset, workdir: Path, engine: CounterEngine = "jvm"
+    config: PipelineConfig, dataset: Dataset, workdir: Path, engine: CounterEngineName = "jvm"
 ) -> dict[str, Any]:
     """The counter alone (on ``engine``) over one ack per record: acks per second of Spark time.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fusion.core.config_values import (
-    CounterEngine,
+    CounterEngineName,
     Duration,
     EnrichIn,
     FieldType,
@@ -110,7 +110,7 @@ class PipelineSection(BaseModel):
     lookup: LookupMode = "batched"
     layout: Layout = "single"
     enrich_in: EnrichIn = "counter"
-    counter_engine: CounterEngine = "jvm"
+    counter_engine: CounterEngineName = "jvm"
     mget_chunk: int = Field(default=1000, ge=1, le=10_000)
     # One bulk request per micro-batch in the common case: refresh=wait_for then
     # waits for one refresh per batch instead of one per chunk.

@@ -51,7 +51,7 @@ Layout = Literal["single", "stages"]
 # Which code keeps the counter's keyed state: the JVM processor (fast, compiled on
 # first use) or the Python one (the decisions' specification itself, several times
 # slower: every state call is a round trip to Spark's state server).
-CounterEngine = Literal["jvm", "python"]
+CounterEngineName = Literal["jvm", "python"]
 
 
 # How a source's records are written: JSON documents, or Debezium's change events

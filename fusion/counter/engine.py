@@ -1,16 +1,104 @@
-"""Which engine keeps the counter's state: one this machine runs, and the one its checkpoint has."""
+"""The counter's two engines behind one interface, and which one keeps a pipeline's state.
+
+Both run Spark's ``transformWithState`` over the acks, grouped by join key,
+with the same decisions, state and output rows: the JVM engine's processor is
+Java (``fusion.counter.CounterQuery``), the Python one is
+:class:`fusion.counter.processor.AckCounter`. :func:`engine_of` is the one
+place that chooses; the engine a machine can run (:func:`engine_here`) and the
+one a checkpoint was written by (:func:`keep_the_engine`) decide with it.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fusion.core.config import PipelineConfig
+from fusion.core.config_values import CounterEngineName
 from fusion.core.errors import ConfigError
+from fusion.counter import processor
+from fusion.counter.decisions import Rules
 from fusion.spark.checkpoint import CheckpointFiles
 from fusion.topology import topology_of
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class CounterEngine(Protocol):
+    """What the counter's queries ask of an engine."""
+
+    def count(self, acks: DataFrame, rules: Rules, initial: DataFrame | None) -> DataFrame:
+        """Parsed acks through the keyed state (``initial``: a rebuilt one): a row per event."""
+        ...
+
+    def index_and_count(
+        self, indexed: DataFrame, spec: Any, rules: Rules, initial: DataFrame | None
+    ) -> DataFrame:
+        """The single query's indexed records, acked by the JVM writer ``spec``, then counted."""
+        ...
+
+
+class JvmEngine:
+    def count(self, acks: DataFrame, rules: Rules, initial: DataFrame | None) -> DataFrame:
+        query = _counter_query(acks)
+        return _frame(query.count(acks._jdf, rules_json(rules), _jdf(initial)), acks)
+
+    def index_and_count(
+        self, indexed: DataFrame, spec: Any, rules: Rules, initial: DataFrame | None
+    ) -> DataFrame:
+        query = _counter_query(indexed)
+        counted = query.single(indexed._jdf, spec, rules_json(rules), _jdf(initial))
+        return _frame(counted, indexed)
+
+
+class PythonEngine:
+    def count(self, acks: DataFrame, rules: Rules, initial: DataFrame | None) -> DataFrame:
+        return processor.count(acks, rules, initial)
+
+    def index_and_count(
+        self, indexed: DataFrame, spec: Any, rules: Rules, initial: DataFrame | None
+    ) -> DataFrame:
+        # The JVM writer publishes the acks (as in the JVM engine); Python counts them.
+        published = _frame(_counter_query(indexed).published(indexed._jdf, spec), indexed)
+        return processor.count(published, rules, initial)
+
+
+ENGINES: dict[CounterEngineName, CounterEngine] = {"jvm": JvmEngine(), "python": PythonEngine()}
+
+
+def engine_of(config: PipelineConfig) -> CounterEngine:
+    """The engine that keeps ``config``'s counter state (``[pipeline] counter_engine``)."""
+    return ENGINES[config.pipeline.counter_engine]
+
+
+def rules_json(rules: Rules) -> str:
+    """The rules as the JVM counter reads them (``fusion.counter.Json.rules``)."""
+    return json.dumps(
+        {
+            "sources": sorted(rules.sources),
+            "required": sorted(rules.required),
+            "timeouts_ms": dict(rules.timeouts_ms),
+            "on_update": rules.on_update,
+            "state_ttl_ms": rules.state_ttl_ms,
+            "on_delete": rules.on_delete,
+            "dimensions": sorted(rules.dimensions),
+        }
+    )
+
+
+def _counter_query(frame: DataFrame) -> Any:
+    return frame.sparkSession._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
+
+
+def _jdf(frame: DataFrame | None) -> Any:
+    return None if frame is None else frame._jdf
+
+
+def _frame(jdf: Any, like: DataFrame) -> DataFrame:
+    from pyspark.sql import DataFrame
+
+    return DataFrame(jdf, like.sparkSession)
 
 
 NO_JAVAC = (

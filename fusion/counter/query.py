@@ -34,9 +34,9 @@ import json
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
-from fusion.counter import clock, processor, rebuild
+from fusion.counter import clock, rebuild
 from fusion.counter.decisions import Rules
-from fusion.counter.engine import keep_the_engine
+from fusion.counter.engine import engine_of, keep_the_engine
 from fusion.counter.task import PublishEvents
 from fusion.observe.metrics import Metrics
 from fusion.spark import resume
@@ -109,34 +109,12 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     return DataFrame(parser.parse(stream._jdf), spark)
 
 
-def rules_json(rules: Rules) -> str:
-    """The rules as the JVM counter reads them (``fusion.counter.Json.rules``)."""
-    return json.dumps(
-        {
-            "sources": sorted(rules.sources),
-            "required": sorted(rules.required),
-            "timeouts_ms": dict(rules.timeouts_ms),
-            "on_update": rules.on_update,
-            "state_ttl_ms": rules.state_ttl_ms,
-            "on_delete": rules.on_delete,
-            "dimensions": sorted(rules.dimensions),
-        }
-    )
-
-
 def counted_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """The acks through the counter's keyed state (the configured engine): a row per event.
 
     Its columns: ``kind, key, event, reason, raw, topic, partition, offset``."""
-    from pyspark.sql import DataFrame
-
     acks, rules = parsed_acks(spark, config), Rules.of(config)
-    initial = restored_state(spark, config)
-    if config.pipeline.counter_engine == "python":
-        return processor.count(acks, rules, initial)
-    counter = spark._jvm.fusion.counter.CounterQuery  # type: ignore[union-attr]
-    jinitial = None if initial is None else initial._jdf
-    return DataFrame(counter.count(acks._jdf, rules_json(rules), jinitial), spark)
+    return engine_of(config).count(acks, rules, restored_state(spark, config))
 
 
 def restored_state(spark: SparkSession, config: PipelineConfig) -> DataFrame | None:

@@ -31,7 +31,7 @@ from fusion.core.events import iso_from_ms
 from fusion.core.settings import Settings
 from fusion.counter import processor
 from fusion.counter.decisions import Rules
-from fusion.counter.query import rules_json
+from fusion.counter.engine import rules_json
 from fusion.counter.rows import INPUT_SCHEMA
 from tests.integration.pipelines import (
     RunningPipeline,

@@ -38,7 +38,7 @@ from fusion.bench.generator import Dataset, GenOptions, build_dataset
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import git_commit, machine, rounded
 from fusion.core.config import PipelineConfig
-from fusion.core.config_values import CounterEngine, SourceFormat
+from fusion.core.config_values import CounterEngineName, SourceFormat
 from fusion.core.events import now_iso
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
@@ -52,7 +52,7 @@ from fusion.topology import reads, topology_of
 Mode = Literal["naive", "counted", "batched"]
 MODES: tuple[Mode, ...] = ("naive", "counted", "batched")
 # The counter alone runs on each engine; the modes run on the default (jvm).
-ENGINES: tuple[CounterEngine, ...] = ("jvm", "python")
+ENGINES: tuple[CounterEngineName, ...] = ("jvm", "python")
 
 SOURCE_NAMES = [
     "billing", "insurance", "medicine", "treatment", "lab", "pharmacy", "radiology", "admission",

@@ -27,8 +27,8 @@ from fusion.counter.decisions import (
     on_deadline,
     restored_timer,
 )
+from fusion.counter.engine import rules_json
 from fusion.counter.key_state import KeyState
-from fusion.counter.query import rules_json
 
 NAMES = ("billing", "insurance", "medicine", "treatment")
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from fusion.core.config import PipelineConfig
-from fusion.counter.engine import NO_JAVAC, engine_here
+from fusion.core.config_values import CounterEngineName
+from fusion.counter.engine import (
+    ENGINES,
+    NO_JAVAC,
+    JvmEngine,
+    PythonEngine,
+    engine_here,
+    engine_of,
+)
 from fusion.infra import jvm_code as jvm
 
 EXAMPLE = Path(__file__).parents[3] / "fusion" / "examples" / "healthcare.toml"
@@ -39,3 +48,9 @@ def test_with_javac_the_default_is_the_jvm(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(jvm, "find_javac", lambda: "/usr/bin/javac")
     config, line = engine_here(example())
     assert (config.pipeline.counter_engine, line) == ("jvm", None)
+
+
+def test_each_engine_the_pipeline_file_names_is_one_engine_object() -> None:
+    assert set(ENGINES) == set(get_args(CounterEngineName))
+    assert isinstance(engine_of(example(counter_engine="python")), PythonEngine)
+    assert isinstance(engine_of(example(counter_engine="jvm")), JvmEngine)
