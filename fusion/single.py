@@ -41,7 +41,7 @@ from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, writer_spec
 from fusion.spark.queries import read_with_clock
 from fusion.spark.tasks import KAFKA_SELECT, Job, partition_function
-from fusion.topology import COUNTER, SINGLE, Query
+from fusion.topology import COUNTER, SINGLE, Query, routes
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
 from indexers.task import IndexPartition
 
@@ -66,7 +66,7 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig, query: Quer
     # The indexer's writer: ids fusion-<pipeline>-single-index@<topic>-<partition>; it reads
     # the query and batch from the job it runs in.
     job = Job(config, f"{query.name}-index", "indexer", query="", batch_id=-1)
-    task = partition_function(job, IndexPartition(config.source_of_topic), handoff_batch)
+    task = partition_function(job, IndexPartition(routes(config, query)), handoff_batch)
     indexed = stream.selectExpr(*KAFKA_SELECT).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
     initial = restored_state(spark, config)

@@ -35,6 +35,9 @@ ENRICHER = "enricher"
 # What a query does, which says how it starts (fusion.pipeline.STARTERS; the benchmark
 # brings its naive baseline's kind and starter).
 Kind = Literal["single", "indexer", "counter", "enricher"]
+# What an indexing query's task does with its partition (a task reads one topic's): index
+# a source's records, fan a dimension's change out a page at a time, hand slot acks on.
+Task = Literal["index", "fan_out", "hand_on"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,22 @@ class Topology:
         if only in (COUNTER, ENRICHER):
             return (self.query(only),)
         return (self.query(indexer_name(only.removeprefix("indexer:"))),)
+
+
+@dataclass(frozen=True)
+class Route:
+    """The task that takes a partition of one topic, and the source it indexes."""
+
+    task: Task
+    source: str | None = None
+
+
+def routes(config: PipelineConfig, query: Query) -> dict[str, Route]:
+    """Which task takes each topic an indexing ``query`` reads: its sources' topics are
+    indexed, the fan-out topic's pages fanned out, the slot acks handed on to the counter."""
+    by_topic = {config.fanout_topic: Route("fan_out"), config.slots_topic: Route("hand_on")}
+    by_topic |= {config.topic_of(config.source(s)): Route("index", s) for s in query.sources}
+    return {topic: by_topic[topic] for topic in query.reads}
 
 
 def indexer_name(source: str | None) -> str:

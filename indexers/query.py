@@ -30,7 +30,7 @@ from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
 from fusion.spark.tasks import Work
-from fusion.topology import Query, source_readers, topology_of
+from fusion.topology import Query, routes, source_readers, topology_of
 from indexers.task import IndexPartition
 
 if TYPE_CHECKING:
@@ -43,12 +43,12 @@ class IndexBatch(BatchStage):
 
     def __init__(self, config: PipelineConfig, query: Query, metrics: Metrics) -> None:
         super().__init__(config, metrics, query.name, "indexer")
-        self.sources = query.sources
-        self.source_of = {config.topic_of(config.source(s)): s for s in query.sources}
+        self.routes = routes(config, query)
+        # Its source topics (the data-loss check, fusion.spark.stage).
+        self.source_of = {t: r.source for t, r in self.routes.items() if r.source is not None}
 
     def work(self) -> Work:
-        by_topic = {self.config.topic_of(self.config.source(s)): s for s in self.sources}
-        return IndexPartition(by_topic)
+        return IndexPartition(self.routes)
 
 
 def start_indexer(

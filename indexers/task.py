@@ -18,7 +18,7 @@ there) and then sends the acks, unless they went out already.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
+from fusion.topology import Route
 from indexers.avro import Schemas
 from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
 from indexers.fanout import fan_out, worth_a_fanout
@@ -53,14 +54,14 @@ if TYPE_CHECKING:
 
 
 class IndexPartition:
-    """The indexer's task function (picklable: it travels to the executors).
+    """An indexing query's task function (picklable: it travels to the executors).
 
-    A task reads one Kafka partition, so all its records are of one topic,
-    and so of one source: ``by_topic`` tells which.
+    A task reads one Kafka partition, so all its records are of one topic: the
+    query's ``routes`` (:func:`fusion.topology.routes`) say which task takes it.
     """
 
-    def __init__(self, by_topic: dict[str, str]) -> None:
-        self.by_topic = by_topic
+    def __init__(self, routes: Mapping[str, Route]) -> None:
+        self.routes = dict(routes)
 
     def __call__(self, job: Job, rows: pa.Table) -> TaskOutput:
         raws = [
@@ -76,12 +77,14 @@ class IndexPartition:
             )
         ]
         task = f"{raws[0].topic}-{raws[0].partition}"
-        if raws[0].topic == job.config.fanout_topic and job.config.dimensions:
+        route = self.routes[raws[0].topic]
+        if route.task == "fan_out":
             out, counts = fan_out(job, raws)
             return Indexed(task, out, counts)
-        if raws[0].topic == job.config.slots_topic and job.config.dimensions:
+        if route.task == "hand_on":
             return hand_on(job, task, raws)
-        return index_records(job, self.by_topic[raws[0].topic], raws)
+        assert route.source is not None  # an index route names its source
+        return index_records(job, route.source, raws)
 
 
 @dataclass(frozen=True)

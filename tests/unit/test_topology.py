@@ -8,7 +8,7 @@ import pytest
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
-from fusion.topology import components, source_readers, topology_of
+from fusion.topology import Route, components, routes, source_readers, topology_of
 
 
 def _config(**pipeline: Any) -> PipelineConfig:
@@ -81,6 +81,27 @@ def test_dimensions_add_the_fan_out_and_the_slot_acks_to_what_is_read() -> None:
     assert stages.query("indexer-brand").reads == ("brand",)
     assert stages.query("counter").reads == ("p.acks", "p.slots")
     assert single.query("single").reads == ("item", "brand", "p.fanout", "p.slots")
+
+
+def test_each_topic_an_indexing_query_reads_goes_to_the_task_for_it() -> None:
+    stages = topology_of(_dimensions())
+    single = _dimensions().model_copy(update={"pipeline": _config().pipeline})
+
+    assert routes(single, topology_of(single).query("single")) == {
+        "item": Route("index", "item"),
+        "brand": Route("index", "brand"),
+        "p.fanout": Route("fan_out"),
+        "p.slots": Route("hand_on"),  # the single query counts: it hands the slot acks on
+    }
+    # The stages' indexers index and fan out; the counter query reads the slot acks itself.
+    assert routes(_dimensions(), stages.query("indexers")) == {
+        "item": Route("index", "item"),
+        "brand": Route("index", "brand"),
+        "p.fanout": Route("fan_out"),
+    }
+    assert routes(_dimensions(), stages.query("indexer-brand")) == {
+        "brand": Route("index", "brand")
+    }
 
 
 @pytest.mark.parametrize(
