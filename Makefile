@@ -92,36 +92,36 @@ demo: provision
 # The original design's table (14,000 keys x 4 sources), with our batched mode beside it.
 bench: provision
 	$(BIN)/fusion infra up
-	$(BIN)/fusion bench --keys 14000 --sources 4 --modes naive,counted,batched
+	$(BIN)/fusion bench burst --keys 14000 --sources 4 --modes naive,counted,batched
 
 bench-sustain: provision
 	$(BIN)/fusion infra up
-	$(BIN)/fusion bench --sustain --runs 3
+	$(BIN)/fusion bench sustain --runs 3
 
 # Debezium change events and Avro records (through Apicurio) against plain JSON rows, burst
 # and sustained, side by side.
 bench-formats: provision
 	$(BIN)/fusion infra up --registry
-	FUSION_REGISTRY_URL=http://127.0.0.1:8081/apis/ccompat/v7 $(BIN)/fusion bench --formats \
+	FUSION_REGISTRY_URL=http://127.0.0.1:8081/apis/ccompat/v7 $(BIN)/fusion bench formats \
 		--keys 20000 --runs 3 --step-seconds 30 --warmup-seconds 60 --start-rate 400
 
 # A brand renamed: 10,000 and 100,000 items enriched again (docs/dimensions.md).
 bench-fanout: provision
 	$(BIN)/fusion infra up
-	$(BIN)/fusion bench --fanout --runs 3
+	$(BIN)/fusion bench fanout --runs 3
 
 # An hour under load: kill -9 every 10 min, Elasticsearch restarted once (docs/benchmark.md).
 bench-soak: provision
 	$(BIN)/fusion infra up
-	$(BIN)/fusion bench --soak --minutes 60
+	$(BIN)/fusion bench soak --minutes 60
 
 bench-memory: provision
 	FUSION_RUNTIME_ES_HEAP=2g $(BIN)/fusion infra up
-	FUSION_RUNTIME_ES_HEAP=2g $(BIN)/fusion bench --memory
+	FUSION_RUNTIME_ES_HEAP=2g $(BIN)/fusion bench memory
 
 bench-scale: provision
 	$(BIN)/fusion infra up
-	$(BIN)/fusion bench-scale
+	$(BIN)/fusion bench scale
 
 infra-up: provision
 	$(BIN)/fusion infra up

@@ -1,4 +1,4 @@
-"""`fusion bench` and `fusion bench-scale`: the benchmarks, with progress and their reports."""
+"""`fusion bench <benchmark>`: each benchmark, with progress and its report."""
 
 from __future__ import annotations
 
@@ -21,32 +21,10 @@ if TYPE_CHECKING:
     from fusion.bench.sustain.options import SustainOptions
 
 
-# The benchmarks that build their pipelines their own way: --set is refused with them.
-WITHOUT_SET = ("soak", "formats", "fanout", "idle", "memory", "status", "reconcile")
-
-
-def bench_command(args: argparse.Namespace, settings: Settings) -> int:
+def bench_burst_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import report as report_files
     from fusion.bench.runs import burst as bench
 
-    if args.sustain:
-        return bench_sustain_command(args, settings)
-    if args.set and (taken := [f"--{k}" for k in WITHOUT_SET if getattr(args, k)]):
-        raise ConfigError("--set", "", f"a burst and --sustain take it, {taken[0]} does not")
-    if args.soak:
-        return bench_soak_command(args, settings)
-    if args.formats:
-        return bench_formats_command(args, settings)
-    if args.fanout:
-        return bench_fanout_command(args, settings)
-    if args.idle:
-        return bench_idle_command(args, settings)
-    if args.memory:
-        return bench_memory_command(args, settings)
-    if args.status:
-        return bench_status_command(args, settings)
-    if args.reconcile:
-        return bench_reconcile_command(args, settings)
     options = _burst_options(args)
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
@@ -101,7 +79,7 @@ def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
     sizes = (10_000, 100_000) if args.keys is None else (args.keys,)
-    options = fanout.FanoutOptions(items=sizes, runs=args.runs, page=args.fanout_page)
+    options = fanout.FanoutOptions(items=sizes, runs=args.runs, page=args.page)
     with Tracker(err, "fan-out benchmark", "steps", rate=False) as tracker:
         report = fanout.run_fanout(settings, options, on_step=tracker.step)
     text = fanout_report.markdown(report)
@@ -115,7 +93,7 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
 
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
-    options = _sustain_options(args)
+    options = _sustain_options(args, args.set or ())
     reports = []
     with Tracker(err, "sustained-load benchmark", "steps", rate=False) as tracker:
         for run in range(args.runs):
@@ -157,7 +135,7 @@ def bench_soak_command(args: argparse.Namespace, settings: Settings) -> int:
         window_minutes=args.window,
         kill_every_minutes=args.kill_every,
         es_restart_minute=args.minutes * 5 / 12,  # 25 of 60: between two kills
-        rate=args.soak_rate,
+        rate=args.rate,
         sources=args.sources,
         seed=args.seed,
     )
@@ -244,8 +222,8 @@ def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _sustain_options(args: argparse.Namespace) -> SustainOptions:
-    """The sustained-load options, checked."""
+def _sustain_options(args: argparse.Namespace, pipeline: Sequence[str] = ()) -> SustainOptions:
+    """The sustained-load options, checked; ``pipeline``: ``--set``'s pairs."""
     from fusion.bench.sustain.options import SustainOptions
 
     if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
@@ -273,7 +251,7 @@ def _sustain_options(args: argparse.Namespace) -> SustainOptions:
         at_rates=at_rates,
         at_floor=at_floor,
         warmup_seconds=args.warmup_seconds,
-        pipeline=_pipeline_set(args.set or ()),
+        pipeline=_pipeline_set(pipeline),
     )
 
 
@@ -293,3 +271,17 @@ def _pipeline_set(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
     except ValidationError as exc:
         raise config_error(exc, "--set", {}) from None
     return tuple(found.items())
+
+
+BENCH_HANDLERS = {
+    "bench burst": bench_burst_command,
+    "bench sustain": bench_sustain_command,
+    "bench formats": bench_formats_command,
+    "bench fanout": bench_fanout_command,
+    "bench soak": bench_soak_command,
+    "bench idle": bench_idle_command,
+    "bench memory": bench_memory_command,
+    "bench status": bench_status_command,
+    "bench reconcile": bench_reconcile_command,
+    "bench scale": bench_scale_command,
+}

@@ -22,7 +22,7 @@ from fusion.bench.generator import GenOptions, build_dataset, produce, write_exp
 from fusion.bench.process import STARTED
 from fusion.cli import failures
 from fusion.cli import parser as cli_parser
-from fusion.cli.bench_commands import bench_command, bench_scale_command
+from fusion.cli.bench_commands import BENCH_HANDLERS
 from fusion.cli.console import err, out, pipeline_of
 from fusion.cli.infra_commands import (
     infra_docker_command,
@@ -201,8 +201,7 @@ HANDLERS: dict[str, Handler] = {
     "status": status_command,
     "reconcile": reconcile_command,
     "spark-submit-args": submit_args_command,
-    "bench": bench_command,
-    "bench-scale": bench_scale_command,
+    **BENCH_HANDLERS,
     "demo": demo_command,
 }
 

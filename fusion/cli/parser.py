@@ -11,8 +11,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from fusion.cli.bench_options import add_bench
 from fusion.cli.help import PIPELINE, Commands, Formatter, common_options
-from fusion.cli.more_options import add_bench, add_infra
+from fusion.cli.infra_options import add_infra
 
 DESCRIPTION = """\
 Fusion joins N partial Kafka event streams into one enriched Elasticsearch
@@ -51,7 +52,14 @@ def build() -> argparse.ArgumentParser:
     _run(commands)
     _generate(commands)
     _operations(commands)
-    add_bench(commands)
+    add_bench(commands.add(
+        "bench",
+        "measure Fusion against the floor of this machine: each benchmark its own command, "
+        "with its report under --out",
+        "fusion bench burst --keys 14000 --sources 4",
+        "fusion bench sustain --runs 3",
+        "fusion bench soak --minutes 60",
+    ), common)  # fmt: skip
     demo = commands.add(
         "demo",
         "start the local runtime and run the healthcare demo (14,000 keys x 4 sources)",

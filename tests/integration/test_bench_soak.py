@@ -1,4 +1,4 @@
-"""`fusion bench --soak` end to end, in a minute: its mechanics, not this machine's figures.
+"""`fusion bench soak` end to end, in a minute: its mechanics, not this machine's figures.
 
 The pipeline is fed at a rate any machine keeps up with, killed with SIGKILL
 once half way, and restarted; the hour-long soak's figures are in

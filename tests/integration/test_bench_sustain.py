@@ -1,4 +1,4 @@
-"""`fusion bench --sustain` end to end, at rates any machine keeps up with, in short steps.
+"""`fusion bench sustain` end to end, at rates any machine keeps up with, in short steps.
 
 The objective is loose on purpose: this checks the benchmark's mechanics
 (steps, search, hops, report), not this machine's latency.

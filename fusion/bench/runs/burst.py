@@ -1,4 +1,4 @@
-"""`fusion bench`: naive vs counted vs batched on the same data, against the physical floor.
+"""`fusion bench burst`: naive vs counted vs batched on the same data, against the physical floor.
 
 For each mode, on fresh topics and indexes and the same generated dataset (every
 key complete, no duplicates, so the counts are exact):

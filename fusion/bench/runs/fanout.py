@@ -1,4 +1,4 @@
-"""`fusion bench --fanout`: a brand renamed, and every item that names it enriched again.
+"""`fusion bench fanout`: a brand renamed, and every item that names it enriched again.
 
 A pipeline of items (naming a brand), their stock and the brands (a
 dimension, docs/dimensions.md). Per size and run:

@@ -1,4 +1,4 @@
-"""`fusion bench --formats`: what reading Debezium's envelope, or Avro, costs against JSON rows.
+"""`fusion bench formats`: what reading Debezium's envelope, or Avro, costs against JSON rows.
 
 The same generated rows, once as plain JSON records, once as the change
 events Debezium's PostgreSQL connector writes for their inserts (the envelope

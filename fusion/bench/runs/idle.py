@@ -1,4 +1,4 @@
-"""`fusion bench --idle`: what a pipeline with no input costs, and how late its deadlines fire.
+"""`fusion bench idle`: what a pipeline with no input costs, and how late its deadlines fire.
 
 Each scenario runs `fusion run` in its own process (:class:`PipelineProcess`)
 on a 3-source pipeline and no input, lets it settle, then adds up the CPU

@@ -1,4 +1,4 @@
-"""`fusion bench --memory`: an executor's peak memory against the size of the records.
+"""`fusion bench memory`: an executor's peak memory against the size of the records.
 
 The same keys (4 sources each) are run through the pipeline twice: records of
 about 1 KB, then of about 500 KB, all in one micro-batch. Each run is a

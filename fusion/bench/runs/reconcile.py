@@ -1,4 +1,4 @@
-"""`fusion bench --reconcile`: `fusion reconcile` over complete keys that were never enriched.
+"""`fusion bench reconcile`: `fusion reconcile` over complete keys that were never enriched.
 
 The source documents of K keys x 4 sources are bulk-indexed straight into the
 pipeline's source indexes (as if their acks were lost), then `fusion

@@ -1,4 +1,4 @@
-"""`fusion bench-scale`: the burst benchmark over K = 1k/14k/100k keys and N = 2/4/8 sources."""
+"""`fusion bench scale`: the burst benchmark over K = 1k/14k/100k keys and N = 2/4/8 sources."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`fusion bench --status`: `fusion status`'s time and driver memory against the keys in state.
+"""`fusion bench status`: `fusion status`'s time and driver memory against the keys in state.
 
 For each size, the counter alone (stages layout) counts one ack per key, from
 one of the four sources, so every key stays pending in its state. Then

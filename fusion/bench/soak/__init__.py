@@ -1,1 +1,1 @@
-"""`fusion bench --soak`: an hour under load, with kills and a restart (issue 39, item 8)."""
+"""`fusion bench soak`: an hour under load, with kills and a restart (issue 39, item 8)."""

@@ -1,4 +1,4 @@
-"""`fusion bench --soak`: an hour under load, killed every 10 min, Elasticsearch restarted once.
+"""`fusion bench soak`: an hour under load, killed every 10 min, Elasticsearch restarted once.
 
 The pipeline runs as `fusion run` in its own process group, fed at a steady
 rate (by default half the highest rate it sustains, found first by a short

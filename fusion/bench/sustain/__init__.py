@@ -1,1 +1,1 @@
-"""`fusion bench --sustain`: the highest steady rate kept up with, beside this machine's floor."""
+"""`fusion bench sustain`: the highest steady rate kept up with, beside this machine's floor."""

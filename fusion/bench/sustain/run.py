@@ -1,4 +1,4 @@
-"""`fusion bench --sustain`: the highest steady rate the pipeline keeps up with, and its latency.
+"""`fusion bench sustain`: the highest steady rate the pipeline keeps up with, and its latency.
 
 One batched pipeline runs in its own process (:class:`PipelineProcess`) for
 the whole measurement. Each *step* produces fresh keys at a steady rate for

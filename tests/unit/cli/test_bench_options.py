@@ -1,4 +1,4 @@
-"""``fusion bench``'s options that are checked before any server is asked."""
+"""``fusion bench <benchmark>``'s options, checked before any server is asked."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from fusion.core.settings import Settings
 
 
 def test_the_fanout_page_defaults_to_the_pipelines_and_takes_a_size() -> None:
-    assert parser.build().parse_args(["bench", "--fanout"]).fanout_page == 25_000
-    args = parser.build().parse_args(["bench", "--fanout", "--fanout-page", "5000"])
-    assert args.fanout_page == 5_000
+    assert parser.build().parse_args(["bench", "fanout"]).page == 25_000
+    args = parser.build().parse_args(["bench", "fanout", "--page", "5000"])
+    assert args.page == 5_000
 
 
 @pytest.mark.parametrize("page", ["0", "-5", "1000001", "many"])
@@ -22,16 +22,14 @@ def test_a_fanout_page_the_pipeline_file_would_refuse_is_a_usage_error(
     page: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as stopped:
-        parser.build().parse_args(["bench", "--fanout", "--fanout-page", page])
+        parser.build().parse_args(["bench", "fanout", "--page", page])
     assert stopped.value.code == 2
-    assert (
-        f"--fanout-page: {page!r}: a number of keys from 1 to 1,000,000" in capsys.readouterr().err
-    )
+    assert f"--page: {page!r}: a number of keys from 1 to 1,000,000" in capsys.readouterr().err
 
 
 def _sustain(*extra: str) -> SustainOptions:
-    args = parser.build().parse_args(["bench", "--sustain", *extra])
-    return bench_commands._sustain_options(args)
+    args = parser.build().parse_args(["bench", "sustain", *extra])
+    return bench_commands._sustain_options(args, args.set or ())
 
 
 def test_set_gives_the_benchmarks_pipeline_an_option_and_its_config_takes_it() -> None:
@@ -67,7 +65,8 @@ def test_a_set_option_the_pipeline_refuses_is_one_line_naming_it(pair: str, says
 def test_a_burst_takes_set_too_and_its_report_names_it() -> None:
     from fusion.bench import report as report_files
 
-    args = parser.build().parse_args(["bench", "--modes", "batched", "--set", "topic_partitions=2"])
+    argv = ["bench", "burst", "--modes", "batched", "--set", "topic_partitions=2"]
+    args = parser.build().parse_args(argv)
     options = bench_commands._burst_options(args)
 
     assert options.pipeline == (("topic_partitions", "2"),)
@@ -78,20 +77,19 @@ def test_a_burst_takes_set_too_and_its_report_names_it() -> None:
     assert "Set for this run: `topic_partitions = 2`" in report_files.markdown(report)
 
 
-def _ask_no_server(*_: object) -> None:
-    raise AssertionError("a server was asked")
-
-
-@pytest.mark.parametrize("other", ["--formats", "--fanout", "--idle", "--soak"])
-def test_a_benchmark_that_builds_its_own_pipeline_refuses_set(
-    other: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("other", ["formats", "fanout", "idle", "soak", "memory", "status"])
+def test_a_benchmark_that_builds_its_own_pipeline_has_no_set(
+    other: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Were the refusal gone, the benchmark would run: against no server, and failing at once.
-    monkeypatch.setattr(bench_commands.kafka_client, "check", _ask_no_server)
-    monkeypatch.setattr(bench_commands.es_client, "check", _ask_no_server)
-    nowhere = Settings.load(env={"FUSION_KAFKA_BOOTSTRAP": "127.0.0.1:1",
-                                 "FUSION_ES_URL": "http://127.0.0.1:1"})  # fmt: skip
-    args = parser.build().parse_args(["bench", other, "--set", "topic_partitions=2"])
-    with pytest.raises(ConfigError) as refused:
-        bench_commands.bench_command(args, nowhere)
-    assert f"--set: a burst and --sustain take it, {other} does not" in str(refused.value)
+    with pytest.raises(SystemExit) as stopped:
+        parser.build().parse_args(["bench", other, "--set", "topic_partitions=2"])
+    assert stopped.value.code == 2
+    assert "unrecognized arguments: --set topic_partitions=2" in capsys.readouterr().err
+
+
+def test_each_benchmark_is_a_command_of_its_own_with_its_handler() -> None:
+    names = ("burst", "sustain", "formats", "fanout", "soak", "idle", "memory", "status",
+             "reconcile", "scale")  # fmt: skip
+    for name in names:
+        assert parser.build().parse_args(["bench", name]).command == f"bench {name}"
+    assert set(bench_commands.BENCH_HANDLERS) == {f"bench {name}" for name in names}
