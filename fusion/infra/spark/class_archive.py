@@ -73,13 +73,22 @@ def _digest() -> str:
     java = java_home()
     release = java / "release"
     spec = importlib.util.find_spec("pyspark")
+    origin = spec.origin if spec and spec.origin else ""
     parts = [
         str(java),
         release.read_text(errors="replace") if release.is_file() else "",
         importlib.metadata.version("pyspark"),
-        str(spec.origin if spec else ""),
+        origin,
+        *(_jar_stamps(Path(origin).parent / "jars") if origin else []),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def _jar_stamps(jars: Path) -> list[str]:
+    # The JVM maps an archive only over the very jars it was dumped from (it checks each
+    # one's size and time, and silently loads as before otherwise): pyspark installed again
+    # at the same path, a fresh virtualenv say, needs an archive of its own.
+    return sorted(f"{j.name} {j.stat().st_size} {j.stat().st_mtime_ns}" for j in jars.glob("*.jar"))
 
 
 def _dump(target: Path) -> None:

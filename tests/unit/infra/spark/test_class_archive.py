@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
+import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -30,3 +33,24 @@ def test_another_pyspark_needs_another_archive(
     after = class_archive.archive_path(tmp_path)
 
     assert after != before and after.parent == before.parent == tmp_path / "artifacts"
+
+
+def test_pyspark_installed_again_at_the_same_place_needs_another_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "site-packages" / "pyspark"
+    (package / "jars").mkdir(parents=True)
+    jar = package / "jars" / "spark-core.jar"
+    jar.write_bytes(b"classes")
+    found = SimpleNamespace(origin=str(package / "__init__.py"))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: found if name == "pyspark" else find_spec(name)
+    )
+    before = class_archive.archive_path(tmp_path)
+
+    # The same jar, written again: what a fresh install at the same path leaves.
+    stat = jar.stat()
+    os.utime(jar, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+
+    assert class_archive.archive_path(tmp_path) != before
