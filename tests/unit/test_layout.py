@@ -2,40 +2,22 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.unit.imports import imports, module_name
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("fusion", "indexers", "acks")
 
 
 def _module(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(path: Path, modules: set[str]) -> set[str]:
-    """Fusion modules that ``path`` imports anywhere, but for type checking only."""
-    found: set[str] = set()
-    todo: list[ast.AST] = [ast.parse(path.read_text())]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            continue
-        todo.extend(ast.iter_child_nodes(node))
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        found |= {name for name in names if name in modules}
-    return found
+    return module_name(path, ROOT)
 
 
 def _graph() -> dict[str, set[str]]:
     files = [p for package in PACKAGES for p in (ROOT / package).rglob("*.py")]
     modules = {_module(p) for p in files}
-    return {_module(p): _imports(p, modules) - {_module(p)} for p in files}
+    return {_module(p): imports(p, modules) - {_module(p)} for p in files}
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import threading
 import zipfile
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 from fusion.spark import shipping
+from tests.unit.imports import imports, module_name
 
 ROOT = Path(shipping.__file__).resolve().parents[2]
 
@@ -66,45 +66,14 @@ def test_a_run_names_the_packages_its_tasks_need_beyond_the_runtime() -> None:
     assert not any(n.startswith(("fusion/cli/", "fusion/infra/")) for n in names)
 
 
-def _module_imports(source: str) -> list[str]:
-    """The modules a module imports as it loads (not in functions, not for type checking).
-
-    ``from package import name`` counts as ``package`` and as ``package.name``:
-    the second is checked only where it is a module of the project.
-    """
-    found: list[str] = []
-
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                visit(node.orelse)
-            elif isinstance(node, ast.If | ast.Try):
-                visit(node.body + node.orelse)
-                for handler in getattr(node, "handlers", []):
-                    visit(handler.body)
-            elif isinstance(node, ast.Import):
-                found.extend(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                found.append(node.module)
-                found.extend(f"{node.module}.{alias.name}" for alias in node.names)
-
-    visit(ast.parse(source).body)
-    return found
-
-
-def _module_name(relative: Path) -> str:
-    return relative.with_suffix("").as_posix().removesuffix("/__init__").replace("/", ".")
-
-
 def test_nothing_in_the_zip_imports_a_module_the_zip_leaves_out() -> None:
     tree = [p for package in shipping.PACKAGES for p in (ROOT / package).rglob("*.py")]
-    everything = {_module_name(p.relative_to(ROOT)) for p in tree}
+    everything = {module_name(p, ROOT) for p in tree}
     shipped = [(root, path) for root, path in shipping.shipped() if path.suffix == ".py"]
-    modules = {_module_name(path.relative_to(root)) for root, path in shipped}
+    modules = {module_name(path, root) for root, path in shipped}
     missing = {
-        path.relative_to(root).as_posix(): name
+        path.relative_to(root).as_posix(): sorted(found - modules)
         for root, path in shipped
-        for name in _module_imports(path.read_text())
-        if name in everything and name not in modules
+        if (found := imports(path, everything, load_time=True)) - modules
     }
     assert missing == {}
