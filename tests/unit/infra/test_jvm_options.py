@@ -15,7 +15,9 @@ OPTIONS = ["-XX:TieredStopAtLevel=1", "-Xss2m"]
 
 
 def _runtime(home: Path, options: list[str]) -> LocalRuntime:
-    env = {"FUSION_HOME": str(home), "FUSION_RUNTIME_JVM_OPTIONS": shlex.join(options)}
+    env = {"FUSION_HOME": str(home)}
+    if options:  # none: the variable unset, as on a machine that never set it
+        env["FUSION_RUNTIME_JVM_OPTIONS"] = shlex.join(options)
     runtime = LocalRuntime.from_settings(Settings.load(env=env).runtime)
     # The artifacts' directories, as a fetch leaves them (nothing is downloaded here).
     (runtime.cache.kafka_dir / "libs").mkdir(parents=True, exist_ok=True)
