@@ -7,13 +7,47 @@ import pytest
 from tests.integration.conftest import SERVER_LINES, UNCHECKED
 
 INTEGRATION = Path(__file__).parent / "integration"
+# The files that take longest (seconds of one worker, `make test PYTEST_ARGS=--durations=0`),
+# longest first. pytest-xdist hands files out in collection order (`make test` turns its
+# reordering by test count off), so these start first and the short ones fill in after
+# them: a long file handed out last would leave the other worker idle for minutes.
+LONGEST = (
+    "test_crash_matrix.py",  # 644 s
+    "test_lost_checkpoint.py",  # 481 s
+    "test_bench_smoke.py",  # 275 s
+    "test_secured.py",  # 256 s
+    "test_spark_cluster.py",  # 255 s
+    "test_reconcile.py",  # 215 s
+    "test_dimensions_oracle.py",  # 209 s
+    "test_deletes.py",  # 171 s
+    "test_outages.py",  # 169 s
+    "test_processes.py",  # 162 s
+    "test_deployment.py",  # 159 s
+    "test_cdc_oracle.py",  # 150 s
+    "test_dimensions_lost.py",  # 139 s
+    "test_counter_engines.py",  # 130 s
+    "test_lifecycle.py",  # 112 s
+    "test_bench_soak.py",  # 105 s
+    "test_bad_input.py",  # 102 s
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything under tests/integration/ needs real servers: ``-m "not integration"`` skips it."""
+    """Everything under tests/integration/ needs real servers: ``-m "not integration"`` skips it.
+
+    The longest files come first, then the other integration tests, then the unit tests.
+    """
     for item in items:
         if INTEGRATION in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.integration)
+    items.sort(key=_start_order)  # stable: a file's tests keep their order
+
+
+def _start_order(item: pytest.Item) -> tuple[int, int]:
+    path = Path(str(item.path))
+    if path.name in LONGEST and INTEGRATION in path.parents:
+        return 0, LONGEST.index(path.name)
+    return (1 if INTEGRATION in path.parents else 2), 0
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -90,7 +90,6 @@ def finish(
 ) -> None:
     """A clean run until it is idle; then the ``complete`` keys must all be enriched."""
     process = start_run(config_file, settings, [], config_file.parent, *args)
-    es = es_client.connect(config.elasticsearch)
     deadline = time.monotonic() + RUN_TIMEOUT
     try:
         while True:
@@ -100,10 +99,16 @@ def finish(
             time.sleep(0.5)
         stderr = process.stderr.read() if process.stderr else ""
         assert process.returncode == 0, stderr[-2000:]
-        es.indices.refresh(index=config.enriched_index)
-        assert es.count(index=config.enriched_index)["count"] == complete
+        assert_enriched(config, complete)
     finally:
         kill_group(process)
+
+
+def assert_enriched(config: PipelineConfig, complete: int) -> None:
+    """The enriched index holds ``complete`` documents."""
+    es = es_client.connect(config.elasticsearch)
+    es.indices.refresh(index=config.enriched_index)
+    assert es.count(index=config.enriched_index)["count"] == complete
 
 
 def timed(call: Callable[[], None], limit: float) -> float:

@@ -73,6 +73,10 @@ def test_the_pipeline_runs_on_two_workers_that_get_the_code_shipped(
     # Checkpoints as a URI, the way a cluster names shared storage (hdfs://, s3a://, ...).
     text = config_file.read_text()
     config_file.write_text(text.replace('checkpoint_dir = "/', 'checkpoint_dir = "file:///'))
+    # The executors' JVMs live a minute, as the drivers the tests start (SPARK_SUBMIT_OPTS,
+    # tests/integration/conftest.py): C2's compilations would not pay for themselves.
+    with config_file.open("a") as out:
+        out.write('[spark.conf]\n"spark.executor.extraJavaOptions" = "-XX:TieredStopAtLevel=1"\n')
     config = PipelineConfig.load(config_file, env={})
     assert config.pipeline.checkpoint_dir and config.pipeline.checkpoint_dir.startswith("file:///")
     data = build_dataset(
