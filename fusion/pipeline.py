@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fusion.core.config import PipelineConfig
+from fusion.counter.checkpoint_age import outlived_state
 from fusion.counter.engine import engine_here
-from fusion.counter.outlived import outlived_state
 from fusion.counter.query import start_counter
 from fusion.elastic import client as es_client
 from fusion.elastic import indexes as es_indexes
@@ -79,14 +79,19 @@ def start(
     ``starters``: how each kind starts (a benchmark brings its own kinds).
     """
     ProgressListener.attach(spark, config, metrics)
-    own = [q for q in queries if q.kind in STARTERS]
+    own = own_queries(queries)
     if own:
-        resume.check(spark, config, [q.name for q in own])  # a lost checkpoint: stop, or rebuild
+        resume.check(spark, config, own)  # a lost checkpoint: stop, or rebuild
     if counts(queries):
         outlived = outlived_state(spark, config, int(time.time() * 1000))
         if outlived is not None:
             metrics.alert(names.STATE_OUTLIVED_ALERT, outlived)
     return [starters[q.kind](spark, config, q, metrics) for q in queries]
+
+
+def own_queries(queries: Sequence[Query]) -> list[str]:
+    """The names of ``queries`` that Fusion starts (a benchmark's kinds bring their own)."""
+    return [q.name for q in queries if q.kind in STARTERS]
 
 
 def counts(queries: Sequence[Query]) -> bool:
@@ -149,6 +154,9 @@ def execute(
                 config.pipeline.lease_seconds,
             )
         )
+        # A lost checkpoint on this disk is refused before a JVM starts (and checked again,
+        # wherever it is, once Spark runs).
+        resume.check_on_disk(config, own_queries(queries))
         if config.metrics.port is not None:
             server = stack.enter_context(metrics_server(config, inputs, metrics))
             hooks.say(f"Prometheus metrics at {server.url}")

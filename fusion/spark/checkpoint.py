@@ -9,12 +9,18 @@ running SparkSession, so the same code works on every store Spark supports.
 Offset log (``offsets/<batch id>``): line 1 is the log version, line 2 the
 batch metadata (``batchTimestampMs``, ...), then one JSON line per source, for
 the Kafka source ``{"<topic>": {"<partition>": <end offset>}}``.
+
+A checkpoint on this machine's disk (a ``file:`` URI) can also be
+read without Spark (:func:`on_this_disk`): what ``fusion run`` checks before
+its JVM starts.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import unquote, urlparse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,6 +46,50 @@ def _java_classes(spark: SparkSession) -> tuple[Any, Any]:
             jvm.org.apache.commons.io.IOUtils,
         )
     return found
+
+
+class ReadableFiles(Protocol):
+    """What reading a checkpoint needs: :class:`CheckpointFiles` or :class:`LocalFiles`."""
+
+    uri: str
+
+    def exists(self, relative: str = "") -> bool: ...
+
+    def read_text(self, relative: str) -> str | None: ...
+
+    def names(self, relative: str) -> list[str]: ...
+
+
+class LocalFiles:
+    """The files under a checkpoint on this machine's disk, read with Python alone."""
+
+    def __init__(self, uri: str, root: Path) -> None:
+        self.uri = uri.rstrip("/")
+        self._root = root
+
+    def exists(self, relative: str = "") -> bool:
+        return (self._root / relative).exists()
+
+    def read_text(self, relative: str) -> str | None:
+        path = self._root / relative
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    def names(self, relative: str) -> list[str]:
+        path = self._root / relative
+        return sorted(entry.name for entry in path.iterdir()) if path.is_dir() else []
+
+
+def on_this_disk(uri: str) -> LocalFiles | None:
+    """The checkpoint's files if ``uri`` is a ``file:`` URI; None for any other store.
+
+    A path without a scheme is left to Hadoop: its default file system may be
+    another store (``fs.defaultFS``). Fusion's own checkpoint URIs always name theirs
+    (:attr:`fusion.core.config.PipelineConfig.checkpoint_dir`).
+    """
+    parsed = urlparse(uri)
+    if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
+        return LocalFiles(uri, Path(unquote(parsed.path)))
+    return None
 
 
 class CheckpointFiles:
@@ -95,23 +145,23 @@ class CheckpointFiles:
         self._fs.delete(self._path(relative), True)
 
 
-def query_id(files: CheckpointFiles) -> str | None:
+def query_id(files: ReadableFiles) -> str | None:
     """The id Spark gave the query when it first started on this checkpoint."""
     text = files.read_text("metadata")
     return None if text is None else str(json.loads(text.splitlines()[0])["id"])
 
 
-def committed_batches(files: CheckpointFiles) -> list[int]:
+def committed_batches(files: ReadableFiles) -> list[int]:
     """Batch ids Spark finished (its commit log), ascending."""
     return sorted(int(name) for name in files.names("commits") if name.isdigit())
 
 
-def planned_batches(files: CheckpointFiles) -> list[int]:
+def planned_batches(files: ReadableFiles) -> list[int]:
     """Batch ids Spark planned (its offset log, written before a batch runs), ascending."""
     return sorted(int(name) for name in files.names("offsets") if name.isdigit())
 
 
-def batch_offsets(files: CheckpointFiles, batch_id: int) -> tuple[int, Offsets] | None:
+def batch_offsets(files: ReadableFiles, batch_id: int) -> tuple[int, Offsets] | None:
     """The batch's timestamp (epoch ms) and end offsets per Kafka partition, from its offset log."""
     text = files.read_text(f"offsets/{batch_id}")
     if text is None:

@@ -22,6 +22,7 @@ any, stops with :class:`~fusion.spark.errors.CheckpointLostError`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
@@ -29,7 +30,13 @@ from fusion.core.errors import ConfigError
 from fusion.core.events import now_iso
 from fusion.elastic import client as es_client
 from fusion.kafka import lag
-from fusion.spark.checkpoint import CheckpointFiles, committed_batches, planned_batches
+from fusion.spark.checkpoint import (
+    CheckpointFiles,
+    ReadableFiles,
+    committed_batches,
+    on_this_disk,
+    planned_batches,
+)
 from fusion.spark.errors import CheckpointLostError
 from fusion.topology import ENRICHER, topology_of
 
@@ -39,16 +46,33 @@ if TYPE_CHECKING:
 REBUILD_FILE = "fusion-rebuilt-state"
 
 
+def check_on_disk(config: PipelineConfig, queries: list[str]) -> None:
+    """:func:`check`, before Spark starts, where every checkpoint is on this machine's disk.
+
+    A lost checkpoint is then refused in about a second, not after a JVM
+    started; checkpoints in any other store are checked once Spark runs.
+    """
+    found = [on_this_disk(config.checkpoint(query)) for query in queries]
+    local = [files for files in found if files is not None]
+    if len(local) == len(queries):
+        _check(local, config, queries)
+
+
 def check(spark: SparkSession, config: PipelineConfig, queries: list[str]) -> None:
     """Stop if any of ``queries`` would start on an empty checkpoint of a pipeline that ran.
 
     With ``--rebuild-state`` on a checkpoint that holds state, stop too: there
     is nothing to rebuild, and rebuilding would throw that state away.
     """
+    _check([CheckpointFiles(spark, config.checkpoint(q)) for q in queries], config, queries)
+
+
+def _check(
+    checkpoints: Sequence[ReadableFiles], config: PipelineConfig, queries: list[str]
+) -> None:
     signs: list[str] = []
     lost: list[str] = []
-    for query in queries:
-        files = CheckpointFiles(spark, config.checkpoint(query))
+    for query, files in zip(queries, checkpoints, strict=True):
         if _fresh(files):
             found = evidence(config, query)
             signs += [sign for sign in found if sign not in signs]
@@ -111,11 +135,11 @@ def evidence(config: PipelineConfig, query: str) -> list[str]:
     ]
 
 
-def _fresh(files: CheckpointFiles) -> bool:
+def _fresh(files: ReadableFiles) -> bool:
     return not planned_batches(files) and not committed_batches(files)
 
 
-def _rebuild_pending(files: CheckpointFiles) -> bool:
+def _rebuild_pending(files: ReadableFiles) -> bool:
     """A rebuilt run stopped before its first batch committed: rebuild again."""
     return files.exists(REBUILD_FILE) and not committed_batches(files)
 

@@ -4,8 +4,8 @@ Each run is a `fusion run` process of its own. The pipeline is killed with
 SIGKILL between its tasks' commits and its driver's (its last batch's events
 are out, its marker and Spark's commit not), its whole checkpoint directory
 is deleted, and more records arrive, some completing keys the lost state had
-half seen. A run without the checkpoint must refuse (in the default layout,
-every ready event is then deleted, as retention would); a run with
+half seen. A run without the checkpoint must refuse, before Spark starts (in
+the default layout, every ready event is then deleted, as retention would); a run with
 ``--rebuild-state`` is killed the same way before its first batch commits
 (in the stages layout, its second), and the next run (no option) rebuilds
 again (or resumes the rebuilt checkpoint). After a last clean run the
@@ -120,4 +120,7 @@ def _refused(config_file: Path, settings: Settings, tmp: Path, *args: str) -> tu
         kill_group(run)
     errors = [x for x in stderr.splitlines() if x.startswith("fusion: error:")]
     assert len(errors) == 1 and "Traceback" not in stderr, stderr[-2000:]
+    # A checkpoint on this disk is judged before a JVM starts (the run names Spark's log
+    # once its session is up).
+    assert "Spark's log" not in stderr, "refused only after Spark started"
     return code, errors[0]
