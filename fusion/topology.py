@@ -37,7 +37,7 @@ ENRICHER = "enricher"
 Kind = Literal["single", "indexer", "counter", "enricher"]
 # What an indexing query's task does with its partition (a task reads one topic's): index
 # a source's records, fan a dimension's change out a page at a time, hand slot acks on.
-Task = Literal["index", "fan_out", "hand_on"]
+Task = Literal["index", "fan_out", "forward_slot_acks"]
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,10 @@ class Route:
 def routes(config: PipelineConfig, query: Query) -> dict[str, Route]:
     """Which task takes each topic an indexing ``query`` reads: its sources' topics are
     indexed, the fan-out topic's pages fanned out, the slot acks handed on to the counter."""
-    by_topic = {config.fanout_topic: Route("fan_out"), config.slots_topic: Route("hand_on")}
+    by_topic = {
+        config.fanout_topic: Route("fan_out"),
+        config.slots_topic: Route("forward_slot_acks"),
+    }
     by_topic |= {config.topic_of(config.source(s)): Route("index", s) for s in query.sources}
     return {topic: by_topic[topic] for topic in query.reads}
 

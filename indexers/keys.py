@@ -24,21 +24,21 @@ from fusion.core.config_values import KeySpec
 MAX_KEY_BYTES = 512  # Elasticsearch rejects _id values longer than 512 bytes.
 
 
-class KeyError_(ValueError):
+class InvalidKey(ValueError):
     """The key is not where its spec says, or is no string or integer: the reason."""
 
 
 def key_of(spec: KeySpec, value: Mapping[str, Any], record_key: bytes | None) -> str:
-    """The record's join key, as text; :class:`KeyError_` with the reason if it has none."""
+    """The record's join key, as text; :class:`InvalidKey` with the reason if it has none."""
     if spec.in_record_key:
         if record_key is None:
-            raise KeyError_("no Kafka record key (the key is the record key)")
+            raise InvalidKey("no Kafka record key (the key is the record key)")
         if not spec.path:
             return checked_key(_text_of_bytes(record_key), "the record key")
         try:
             document = json.loads(record_key)
         except (ValueError, RecursionError):
-            raise KeyError_(f"the record key is not JSON (the key is {spec.text!r})") from None
+            raise InvalidKey(f"the record key is not JSON (the key is {spec.text!r})") from None
         return checked_key(_at(document, spec.path, spec.text), repr(spec.text))
     return checked_key(_at(value, spec.path, spec.text), f"key field {spec.text!r}")
 
@@ -48,9 +48,9 @@ def _at(document: Any, path: tuple[str, ...], text: str) -> Any:
     for depth, part in enumerate(path):
         if not isinstance(found, dict):
             where = ".".join(path[:depth]) or "the document"
-            raise KeyError_(f"missing key field {text!r} ({where} is not an object)")
+            raise InvalidKey(f"missing key field {text!r} ({where} is not an object)")
         if part not in found:
-            raise KeyError_(f"missing key field {text!r}")
+            raise InvalidKey(f"missing key field {text!r}")
         found = found[part]
     return found
 
@@ -59,26 +59,26 @@ def _text_of_bytes(raw: bytes) -> str:
     try:
         return raw.decode()
     except UnicodeDecodeError:
-        raise KeyError_("the record key is not UTF-8 text") from None
+        raise InvalidKey("the record key is not UTF-8 text") from None
 
 
 def checked_key(key: Any, what: str) -> str:
     """The key (or a reference to a dimension's key) as text, or the reason it cannot be one."""
     if key is None:
-        raise KeyError_(f"{what} is null")
+        raise InvalidKey(f"{what} is null")
     if isinstance(key, bool) or not isinstance(key, str | int):
-        raise KeyError_(f"{what} must be a string or an integer, got {_short(key)}")
+        raise InvalidKey(f"{what} must be a string or an integer, got {_short(key)}")
     try:
         # An integer key is its decimal text: 42 and "42" are the same key (docs/contracts.md).
         text = str(key)
         encoded = text.encode()
     except (ValueError, RecursionError):
-        raise KeyError_(f"{what} is not valid Unicode (an unpaired surrogate)") from None
+        raise InvalidKey(f"{what} is not valid Unicode (an unpaired surrogate)") from None
     if not text or len(encoded) > MAX_KEY_BYTES:
-        raise KeyError_(f"{what} must be 1 to {MAX_KEY_BYTES} bytes long")
+        raise InvalidKey(f"{what} must be 1 to {MAX_KEY_BYTES} bytes long")
     if any(ord(char) < 0x20 or ord(char) == 0x7F for char in text):
         # Control characters have no place in an id; the counter reserves one such key.
-        raise KeyError_(f"{what} contains a control character")
+        raise InvalidKey(f"{what} contains a control character")
     return text
 
 

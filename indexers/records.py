@@ -13,7 +13,7 @@ from fusion.core.config_values import AVRO_FORMATS, SourceFormat, key_spec
 from fusion.core.events import DeadLetter
 from indexers.avro import NotAvro, Schemas, decode
 from indexers.changes import NotAChange, change_of
-from indexers.keys import KeyError_, key_of
+from indexers.keys import InvalidKey, key_of
 from indexers.types import Declared, type_error
 
 CHANGE_FORMATS = ("debezium", "debezium-avro")  # a change event per record (indexers/changes.py)
@@ -188,7 +188,7 @@ def parse(
     spec = key_spec(key)
     try:
         key_text = key_of(spec, doc, raw.key)
-    except KeyError_ as exc:
+    except InvalidKey as exc:
         return dead(str(exc))
     where = (raw.topic, raw.partition, raw.offset)
     if declared is not None and not deleted and (wrong := type_error(doc, *declared)):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fusion.core.config_dimensions import Reference
-from indexers.keys import KeyError_, checked_key
+from indexers.keys import InvalidKey, checked_key
 
 
 @dataclass(frozen=True)
@@ -48,5 +48,5 @@ def _named(doc: Mapping[str, Any], reference: Reference) -> Named:
         found = found[part]
     try:
         return Named(reference.dimension, checked_key(found, what))
-    except KeyError_ as exc:
+    except InvalidKey as exc:
         return Named(reference.dimension, None, str(exc))

@@ -81,8 +81,8 @@ class IndexPartition:
         if route.task == "fan_out":
             out, counts = fan_out(job, raws)
             return Indexed(task, out, counts)
-        if route.task == "hand_on":
-            return hand_on(job, task, raws)
+        if route.task == "forward_slot_acks":
+            return forward_slot_acks(job, task, raws)
         assert route.source is not None  # an index route names its source
         return index_records(job, route.source, raws)
 
@@ -96,7 +96,7 @@ class Indexed(TaskOutput):
     handed: Sequence[Ack] = ()
 
 
-def hand_on(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
+def forward_slot_acks(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
     """The single query's task of the slots topic: its slot acks, on to the counter as they were
     published (a malformed one is a dead letter)."""
     handed: list[Ack] = []
@@ -138,7 +138,7 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
                 dead.append(parsed)
         references = config.references_from(source)
         if references:
-            records = [named(record, references) for record in records]
+            records = [with_refs(record, references) for record in records]
     crash_point("indexer.before_bulk")
     target = Target(
         config.index_of(config.source(source)), "indexer", source, config.pipeline.bulk_chunk
@@ -211,7 +211,7 @@ def _rows_before(
     return {ref: row for (_, ref), row in found.items()}
 
 
-def named(record: SourceRecord, references: Sequence[Reference]) -> SourceRecord:
+def with_refs(record: SourceRecord, references: Sequence[Reference]) -> SourceRecord:
     """The record, with the ids of the dimension rows it names (kept in ``fusion.refs``)."""
     return replace(record, refs=stored_refs(references_in(record.doc, references)))
 

@@ -21,7 +21,7 @@ from fusion.core.errors import (
 )
 from fusion.core.settings import Settings
 from fusion.infra.errors import InfraError
-from fusion.kafka.calls import classify
+from fusion.kafka.retry import classify
 
 
 def report(exc: BaseException, settings: Settings | None, debug: bool) -> tuple[int, str]:

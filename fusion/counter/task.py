@@ -19,8 +19,8 @@ from fusion.core.events import DeadLetter, RefPart, dead_letter_records
 from fusion.counter import clock
 from fusion.counter.rows import OUTPUT_COLUMNS
 from fusion.elastic.retry import RetryPolicy
+from fusion.enricher.request import EnrichRequest, EventPosition
 from fusion.enricher.task import enrich
-from fusion.enricher.wanted import Wanted, Where
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
 from fusion.spark.tasks import Job, TaskOutput, attributed, column
@@ -52,7 +52,7 @@ class PublishEvents:
         assert context is not None, "PublishEvents runs in a Spark task"
         config = job.config
         task = f"p{context.partitionId()}"
-        events = decided_events(config, rows, self.enriches)
+        events = partition_events(config, rows, self.enriches)
         yield TaskOutput(task, events.records, events.counts)
         if events.to_enrich:
             retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
@@ -61,15 +61,15 @@ class PublishEvents:
 
 
 @dataclass(frozen=True)
-class Decided:
+class PartitionEvents:
     """One state partition's events of a batch: records, counts, and the keys to enrich."""
 
     records: list[OutRecord]
     counts: dict[str, int]
-    to_enrich: list[Wanted]
+    to_enrich: list[EnrichRequest]
 
 
-def decided_events(config: PipelineConfig, rows: pa.Table, enriches: bool) -> Decided:
+def partition_events(config: PipelineConfig, rows: pa.Table, enriches: bool) -> PartitionEvents:
     """The counter's output rows as Kafka records (events, dead letters) and counts.
 
     ``enriches``: also the events whose keys the task enriches now; they are
@@ -88,7 +88,7 @@ def decided_events(config: PipelineConfig, rows: pa.Table, enriches: bool) -> De
 
     resolution = int(config.pipeline.deadline_resolution * 1000)
     out: list[OutRecord] = []
-    to_enrich: list[Wanted] = []
+    to_enrich: list[EnrichRequest] = []
     kinds: Counter[str] = Counter()
     # Counts the counter passes on, not its own: the clock's deadline buckets, and in a
     # single query the indexer's counts.
@@ -126,12 +126,12 @@ def decided_events(config: PipelineConfig, rows: pa.Table, enriches: bool) -> De
         names.COUNTER_KEYS: kinds["new"],
         names.COUNTER_FIRED_LATE: kinds["late"],
     } | dict(passed_on)
-    return Decided(out, counts, to_enrich)
+    return PartitionEvents(out, counts, to_enrich)
 
 
-def inline_event(kind: str, key: str, value: bytes, where: Where) -> Wanted:
+def inline_event(kind: str, key: str, value: bytes, where: EventPosition) -> EnrichRequest:
     """What the enrichment needs of an event the counter decided just now."""
     data = json.loads(value)
     fired_at = data["expired_at"] if kind == "incomplete" else data["fired_at"]
     refs = {name: RefPart(**ref) for name, ref in (data.get("refs") or {}).items()}
-    return Wanted(key, kind, fired_at, where, value, tuple(data.get("deleted") or ()), refs)
+    return EnrichRequest(key, kind, fired_at, where, value, tuple(data.get("deleted") or ()), refs)

@@ -39,7 +39,7 @@ from elasticsearch import ApiError, BadRequestError, ConflictError, Elasticsearc
 from elasticsearch import TransportError as ESTransportError
 
 from fusion.core.events import now_iso
-from fusion.core.instance import Holder
+from fusion.core.holder import Holder
 from fusion.elastic.errors import (
     AlreadyRunningError,
     IndexAccessError,

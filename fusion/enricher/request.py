@@ -12,17 +12,17 @@ from pydantic import ValidationError
 from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter, IncompleteEvent, ReadyEvent, RefPart
 
-Where = tuple[str, int, int]  # topic, partition, offset
+EventPosition = tuple[str, int, int]  # topic, partition, offset
 
 
 @dataclass(frozen=True)
-class Wanted:
+class EnrichRequest:
     """A key to enrich, and the event that asked for it."""
 
     key: str
     kind: str  # ready, updated, incomplete (a partial document), deleted (no document)
     fired_at: str
-    where: Where
+    where: EventPosition
     original: bytes
     deleted: tuple[str, ...] = ()  # sources whose rows were deleted: missing, as expected
     # Each dimension slot's row (docs/dimensions.md): looked up by its id, not by the key.
@@ -46,7 +46,9 @@ class Wanted:
         return self.kind == "incomplete"
 
 
-def parse_event(config: PipelineConfig, value: bytes | None, where: Where) -> Wanted | DeadLetter:
+def parse_event(
+    config: PipelineConfig, value: bytes | None, where: EventPosition
+) -> EnrichRequest | DeadLetter:
     """The key an event of the ready, updates or incomplete topic asks for, or why not."""
     partial = where[0] == config.incomplete_topic
     model: type[ReadyEvent | IncompleteEvent] = IncompleteEvent if partial else ReadyEvent
@@ -60,9 +62,11 @@ def parse_event(config: PipelineConfig, value: bytes | None, where: Where) -> Wa
         return DeadLetter.of(reason, "enricher", None, where, value, _key_of(value))
     if isinstance(event, IncompleteEvent):
         at = event.expired_at
-        return Wanted(event.key, "incomplete", at, where, value or b"", refs=event.refs)
+        return EnrichRequest(event.key, "incomplete", at, where, value or b"", refs=event.refs)
     original, deleted = value or b"", tuple(event.deleted)
-    return Wanted(event.key, event.kind, event.fired_at, where, original, deleted, event.refs)
+    return EnrichRequest(
+        event.key, event.kind, event.fired_at, where, original, deleted, event.refs
+    )
 
 
 def _key_of(value: bytes | None) -> str | None:

@@ -43,7 +43,7 @@ from fusion.enricher import lookups
 from fusion.enricher.document import enriched_json, last_record_ms, missing_sources, next_version
 from fusion.enricher.groups import GroupSizer
 from fusion.enricher.latency import observe_latencies, sketch_apart
-from fusion.enricher.wanted import Wanted, Where, parse_event
+from fusion.enricher.request import EnrichRequest, EventPosition, parse_event
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
@@ -61,7 +61,7 @@ class EnrichedDoc:
     key: str
     body: bytes
     fired_at: str
-    where: Where
+    where: EventPosition
     original: bytes
     version: int | None = None
     delete: bool = False  # its sources deleted: the enriched document goes (a tombstone)
@@ -104,11 +104,11 @@ def enrich_partition(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
 def enrich_events(
     config: PipelineConfig,
     es: Elasticsearch,
-    events: Sequence[tuple[bytes | None, Where]],
+    events: Sequence[tuple[bytes | None, EventPosition]],
     retry: RetryPolicy,
 ) -> Iterator[Enrichment]:
     """Steps 1-4 for events read from Kafka: parse, look up, build and write."""
-    wanted: list[Wanted] = []
+    wanted: list[EnrichRequest] = []
     dead: list[DeadLetter] = []
     for value, where in events:
         parsed = parse_event(config, value, where)
@@ -122,7 +122,7 @@ def enrich_events(
 def enrich(
     config: PipelineConfig,
     es: Elasticsearch,
-    events: Sequence[Wanted],
+    events: Sequence[EnrichRequest],
     retry: RetryPolicy,
     dead: Sequence[DeadLetter] = (),
 ) -> Iterator[Enrichment]:
@@ -137,7 +137,7 @@ def enrich(
     time, never all of its keys'; the dead letters come last.
     """
     dead = list(dead)
-    wanted: dict[str, Wanted] = {}
+    wanted: dict[str, EnrichRequest] = {}
     for event in events:
         if event.key not in wanted or wanted[event.key].partial:
             # A complete enrichment supersedes a partial one of the same key.
@@ -178,7 +178,7 @@ class _Group:
 def _enrich_group(
     config: PipelineConfig,
     es: Elasticsearch,
-    wanted: dict[str, Wanted],
+    wanted: dict[str, EnrichRequest],
     retry: RetryPolicy,
     metrics: Metrics,
 ) -> _Group:
@@ -219,7 +219,7 @@ def _enrich_group(
 
 def _documents(
     config: PipelineConfig,
-    wanted: dict[str, Wanted],
+    wanted: dict[str, EnrichRequest],
     found: lookups.Found,
     dead: list[DeadLetter],
     metrics: Metrics,
@@ -284,6 +284,6 @@ def enriched_records(
             f"enriched document of {size} bytes exceeds the {limit}-byte message limit of "
             f"{topic}; it is in {config.enriched_index}, not on the topic"
         )
-        # Where: the event that asked for it; original: the document itself (cut).
+        # where: the event that asked for it; original: the document itself (cut).
         dead.append(DeadLetter.of(reason, "enricher", None, item.record.where, value, key))
     return records, dead

@@ -41,10 +41,10 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay
 from fusion.core.faults import crash_point
 from fusion.core.settings import KafkaSettings
 from fusion.kafka import client as kafka_client
-from fusion.kafka.calls import FENCED, REFUSED, Stuck, classify, retire, retry_kafka, watched
 from fusion.kafka.errors import FencedError, TransactionError
 from fusion.kafka.markers import Marker
 from fusion.kafka.producer import produce
+from fusion.kafka.retry import FENCED, REFUSED, Stuck, classify, retire, retry_kafka, watched
 
 OutRecord = tuple[str, str | None, bytes | None]  # topic, key, value (None: a tombstone)
 T = TypeVar("T")
@@ -194,7 +194,7 @@ class TransactionalOutput:
 
     def _retrying(self, call: Callable[[], T], what: str, client: Any = None) -> T:
         """``call`` through retriable errors; given up on if it hangs while ``client``
-        (default: the producer) reaches Kafka (see :mod:`fusion.kafka.calls`)."""
+        (default: the producer) reaches Kafka (see :mod:`fusion.kafka.retry`)."""
         watcher = client if client is not None else self._producer
         return retry_kafka(
             lambda: watched(call, watcher, self.budget), self.budget, what, self._retried

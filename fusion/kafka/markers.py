@@ -29,7 +29,7 @@ from confluent_kafka import TopicPartition
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import KafkaSettings
 from fusion.kafka import client as kafka_client
-from fusion.kafka.calls import retry_kafka
+from fusion.kafka.retry import retry_kafka
 from fusion.observe import names, sketch
 
 

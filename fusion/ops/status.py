@@ -25,8 +25,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.events import iso_utc
 from fusion.counter.state import StateSummary, summary
 from fusion.elastic import client as es_client
+from fusion.kafka.fanout_backlog import oldest_pending
 from fusion.kafka.lag import lag_of, source_lag, stage_markers
-from fusion.kafka.pending import oldest_pending
 from fusion.observe import sketch
 from fusion.observe.figures import Figures
 from fusion.observe.names import ES_BACKPRESSURE_ALERT

@@ -30,8 +30,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.events import dead_letter_records
 from fusion.kafka import client as kafka_client
 from fusion.kafka import data_loss
-from fusion.kafka.calls import retry_kafka
 from fusion.kafka.exactly_once import OutRecord, TransactionalOutput
+from fusion.kafka.retry import retry_kafka
 from fusion.observe.figures import Figures
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import DATA_LOSS_ALERT, KAFKA_ALERT

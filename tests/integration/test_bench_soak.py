@@ -27,7 +27,7 @@ def test_a_short_soak_kills_restarts_and_reports_nothing_lost_nothing_twice(
         drain_seconds=240.0,
         # Spark keeps a key state_ttl and as long again after the batch that changed it, and
         # a batch replayed after the kill keeps its old timestamp: on a loaded machine the
-        # restart took longer than the soak's 2 min x 2 (fusion.counter.outlived). A minute's
+        # restart took longer than the soak's 2 min x 2 (fusion.counter.checkpoint_age). A minute's
         # soak checks the mechanics, not that limit.
         state_ttl="10m",
     )

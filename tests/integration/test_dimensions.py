@@ -139,8 +139,8 @@ def test_status_names_the_oldest_change_whose_fan_out_waits(
     from datetime import UTC, datetime
 
     from acks.fanout import FanoutRequest
+    from fusion.kafka.fanout_backlog import oldest_pending
     from fusion.kafka.lag import stage_markers
-    from fusion.kafka.pending import oldest_pending
     from fusion.topology import topology_of
     from indexers.fanout import request_records
 

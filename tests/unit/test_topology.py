@@ -91,7 +91,7 @@ def test_each_topic_an_indexing_query_reads_goes_to_the_task_for_it() -> None:
         "item": Route("index", "item"),
         "brand": Route("index", "brand"),
         "p.fanout": Route("fan_out"),
-        "p.slots": Route("hand_on"),  # the single query counts: it hands the slot acks on
+        "p.slots": Route("forward_slot_acks"),  # the single query counts: it hands the slot acks on
     }
     # The stages' indexers index and fan out; the counter query reads the slot acks itself.
     assert routes(_dimensions(), stages.query("indexers")) == {

@@ -7,7 +7,7 @@ import os
 import subprocess
 import time
 
-from fusion.core.instance import Holder
+from fusion.core.holder import Holder
 from fusion.core.machine import procfs
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from fusion.counter.checkpoint_age import outlived_line
 from fusion.counter.decisions import retention_ms
-from fusion.counter.outlived import outlived_line
 
 TTL_MS = 120_000  # 2 min: Spark keeps a key 4 min after its last change
 

@@ -7,7 +7,7 @@ from fusion.core.events import IncompleteEvent, ReadyEvent, RefPart
 from fusion.counter.decisions import AckSeen, Decision, Now, Rules, decide, on_deadline
 from fusion.counter.key_state import KeyState
 from fusion.enricher.document import FoundDoc, next_version
-from fusion.enricher.wanted import Wanted
+from fusion.enricher.request import EnrichRequest
 
 RULES = Rules(
     sources=frozenset({"item", "brand"}),
@@ -128,7 +128,7 @@ def _enriched_version(event: ReadyEvent, item_version: int, written: int | None 
     """The version the enricher writes for ``event`` (its item document at ``item_version``;
     ``written``: the version the enriched document has now)."""
     found = {"item": FoundDoc({}, item_version), "brand": FoundDoc({}, 1)}
-    wanted = Wanted(event.key, event.kind, NOW.iso, ("t", 0, 0), b"", refs=event.refs)
+    wanted = EnrichRequest(event.key, event.kind, NOW.iso, ("t", 0, 0), b"", refs=event.refs)
     return next_version(found, list(RULES.dimensions), wanted.changes, written)
 
 

@@ -11,8 +11,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter, dumps, iso_from_ms
 from fusion.elastic.bulk import Confirmed
 from fusion.enricher.groups import GroupSizer
+from fusion.enricher.request import EnrichRequest, parse_event
 from fusion.enricher.task import EnrichedDoc, enriched_records
-from fusion.enricher.wanted import Wanted, parse_event
 
 CONFIG = PipelineConfig.model_validate(
     {
@@ -30,7 +30,9 @@ def test_a_ready_event_as_fusion_writes_it_is_read() -> None:
     wanted = parse_event(CONFIG, json.dumps(event).encode(), WHERE)
 
     assert (
-        isinstance(wanted, Wanted) and wanted.key == "K1" and wanted.fired_at == event["fired_at"]
+        isinstance(wanted, EnrichRequest)
+        and wanted.key == "K1"
+        and wanted.fired_at == event["fired_at"]
     )
 
 

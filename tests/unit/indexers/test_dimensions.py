@@ -14,7 +14,7 @@ from fusion.enricher.lookups import _place, _wanted
 from indexers.dimensions import Row, record_content, slot_acks, slot_digest, wanted_rows
 from indexers.fanout import newest_per_row, requests_for, worth_a_fanout
 from indexers.records import RawRecord, SourceRecord, parse
-from indexers.task import named
+from indexers.task import with_refs
 from tests.unit.core.test_config_dimensions import ITEMS, _load
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -28,7 +28,7 @@ def _item(config: PipelineConfig, offset: int, row: dict[str, object]) -> Source
     value = json.dumps({"op": "c", "before": None, "after": row}).encode()
     parsed = parse(RawRecord(value, "items", 0, offset), "item", "id", 10_000, "debezium")
     assert isinstance(parsed, SourceRecord)
-    return named(parsed, config.references_from("item"))
+    return with_refs(parsed, config.references_from("item"))
 
 
 def _confirmed(record: SourceRecord) -> Confirmed[SourceRecord]:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fusion.core.config_values import key_spec
-from indexers.keys import KeyError_, key_of
+from indexers.keys import InvalidKey, key_of
 
 
 def test_a_key_location_is_a_dotted_path_in_the_value_or_the_record_key() -> None:
@@ -49,7 +49,7 @@ def test_the_key_is_read_where_its_location_says() -> None:
 def test_a_key_that_is_not_there_or_not_a_key_says_why(
     location: str, value: dict[str, object], record_key: bytes | None, reason: str
 ) -> None:
-    with pytest.raises(KeyError_) as caught:
+    with pytest.raises(InvalidKey) as caught:
         key_of(key_spec(location), value, record_key)
     assert reason in str(caught.value)
 

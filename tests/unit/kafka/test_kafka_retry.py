@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from fusion.kafka.calls import classify, retry_kafka
+from fusion.kafka.retry import classify, retry_kafka
 
 
 def _failing(*codes: int) -> tuple[list[int], object]:

@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
-from fusion.kafka.calls import retire
+from fusion.kafka.retry import retire
 from fusion.observe.metrics import Metrics
 from fusion.ops.health import HealthWatch
 
