@@ -41,7 +41,7 @@ from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.jvm_writer import fault_settings, writer_spec
 from fusion.spark.queries import read_with_clock
 from fusion.spark.tasks import KAFKA_SELECT, Job, partition_function
-from fusion.topology import COUNTER, SINGLE, Query, routes
+from fusion.topology import COUNTER, SINGLE, Query, routes, sources_read
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
 from indexers.task import IndexPartition
 
@@ -56,7 +56,7 @@ def start_single(
     """Start the single query (and, with deadlines, the counter's clock)."""
     refuse_a_stages_checkpoint(spark, config)
     stage = CounterBatch(config, metrics, query)
-    stage.source_of = config.source_of_topic  # it reads them
+    stage.source_of = sources_read(config, query)  # its data-loss check
     return start_with_clock(spark, config, stage, indexed_and_counted(spark, config, query))
 
 

@@ -127,6 +127,11 @@ def routes(config: PipelineConfig, query: Query) -> dict[str, Route]:
     return {topic: by_topic[topic] for topic in query.reads}
 
 
+def sources_read(config: PipelineConfig, query: Query) -> dict[str, str]:
+    """The source topics an indexing ``query`` reads, each with its source's name."""
+    return {t: r.source for t, r in routes(config, query).items() if r.source is not None}
+
+
 def indexer_name(source: str | None) -> str:
     """The indexer query of one source (``indexer-<source>``), or of every source."""
     return ALL_SOURCES if source is None or source == ALL_SOURCES else f"indexer-{source}"

@@ -30,7 +30,7 @@ from fusion.spark.checkpoint import CheckpointFiles
 from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
 from fusion.spark.tasks import Work
-from fusion.topology import Query, routes, source_readers, topology_of
+from fusion.topology import Query, routes, source_readers, sources_read, topology_of
 from indexers.task import IndexPartition
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class IndexBatch(BatchStage):
         super().__init__(config, metrics, query.name, "indexer")
         self.routes = routes(config, query)
         # Its source topics (the data-loss check, fusion.spark.stage).
-        self.source_of = {t: r.source for t, r in self.routes.items() if r.source is not None}
+        self.source_of = sources_read(config, query)
 
     def work(self) -> Work:
         return IndexPartition(self.routes)

@@ -8,7 +8,14 @@ import pytest
 
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ConfigError
-from fusion.topology import Route, components, routes, source_readers, topology_of
+from fusion.topology import (
+    Route,
+    components,
+    routes,
+    source_readers,
+    sources_read,
+    topology_of,
+)
 
 
 def _config(**pipeline: Any) -> PipelineConfig:
@@ -102,6 +109,12 @@ def test_each_topic_an_indexing_query_reads_goes_to_the_task_for_it() -> None:
     assert routes(_dimensions(), stages.query("indexer-brand")) == {
         "brand": Route("index", "brand")
     }
+    # The source topics alone, with their sources (what a query's data-loss check watches).
+    assert sources_read(single, topology_of(single).query("single")) == {
+        "item": "item",
+        "brand": "brand",
+    }
+    assert sources_read(_dimensions(), stages.query("indexer-brand")) == {"brand": "brand"}
 
 
 @pytest.mark.parametrize(
