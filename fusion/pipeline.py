@@ -73,14 +73,17 @@ def start(
     queries: Sequence[Query],
     metrics: Metrics,
     starters: Mapping[str, Starter] = STARTERS,
+    checked: bool = False,
 ) -> list[StreamingQuery]:
     """Start ``queries``; their progress (rows read, state changes) goes to ``metrics``.
 
     ``starters``: how each kind starts (a benchmark brings its own kinds).
+    ``checked``: their checkpoints were judged before Spark started
+    (:func:`fusion.spark.resume.check_on_disk`).
     """
     ProgressListener.attach(spark, config, metrics)
     own = own_queries(queries)
-    if own:
+    if own and not checked:
         resume.check(spark, config, own)  # a lost checkpoint: stop, or rebuild
     if counts(queries):
         outlived = outlived_state(spark, config, int(time.time() * 1000))
@@ -154,9 +157,9 @@ def execute(
                 config.pipeline.lease_seconds,
             )
         )
-        # A lost checkpoint on this disk is refused before a JVM starts (and checked again,
-        # wherever it is, once Spark runs).
-        resume.check_on_disk(config, own_queries(queries))
+        # A lost checkpoint on this disk is refused before a JVM starts; in any other
+        # store, once Spark runs.
+        checked = resume.check_on_disk(config, own_queries(queries))
         if config.metrics.port is not None:
             server = stack.enter_context(metrics_server(config, inputs, metrics))
             hooks.say(f"Prometheus metrics at {server.url}")
@@ -165,7 +168,7 @@ def execute(
         if not (config.spark.log_to_console or submitted):  # spark-submit logs its own way
             hooks.say(f"Spark's log: {spark_logs.log_file(config.spark, config.runtime.home, app)}")
         daemon.start_workers(spark)
-        running = start(spark, config, queries, metrics, starters)
+        running = start(spark, config, queries, metrics, starters, checked)
         try:
             stack.enter_context(HealthWatch(config, metrics))
             interrupted = stack.enter_context(ctrl_c_stops_at_next_poll())

@@ -56,7 +56,7 @@ def start_single(
     """Start the single query (and, with deadlines, the counter's clock)."""
     refuse_a_stages_checkpoint(spark, config)
     stage = CounterBatch(config, metrics, query)
-    stage.source_of = sources_read(config, query)  # its data-loss check
+    stage.source_of = sources_read(routes(config, query))  # its data-loss check
     return start_with_clock(spark, config, stage, indexed_and_counted(spark, config, query))
 
 

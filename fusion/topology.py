@@ -20,7 +20,7 @@ one process runs at a time (its lease, :mod:`fusion.elastic.lease`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -127,9 +127,9 @@ def routes(config: PipelineConfig, query: Query) -> dict[str, Route]:
     return {topic: by_topic[topic] for topic in query.reads}
 
 
-def sources_read(config: PipelineConfig, query: Query) -> dict[str, str]:
-    """The source topics an indexing ``query`` reads, each with its source's name."""
-    return {t: r.source for t, r in routes(config, query).items() if r.source is not None}
+def sources_read(by_topic: Mapping[str, Route]) -> dict[str, str]:
+    """The source topics among a query's :func:`routes`, each with its source's name."""
+    return {t: r.source for t, r in by_topic.items() if r.source is not None}
 
 
 def indexer_name(source: str | None) -> str:

@@ -45,7 +45,7 @@ class IndexBatch(BatchStage):
         super().__init__(config, metrics, query.name, "indexer")
         self.routes = routes(config, query)
         # Its source topics (the data-loss check, fusion.spark.stage).
-        self.source_of = sources_read(config, query)
+        self.source_of = sources_read(self.routes)
 
     def work(self) -> Work:
         return IndexPartition(self.routes)

@@ -46,16 +46,19 @@ if TYPE_CHECKING:
 REBUILD_FILE = "fusion-rebuilt-state"
 
 
-def check_on_disk(config: PipelineConfig, queries: list[str]) -> None:
-    """:func:`check`, before Spark starts, where every checkpoint is on this machine's disk.
+def check_on_disk(config: PipelineConfig, queries: list[str]) -> bool:
+    """:func:`check`, before Spark starts, where every checkpoint is on this machine's disk;
+    whether it ran.
 
     A lost checkpoint is then refused in about a second, not after a JVM
-    started; checkpoints in any other store are checked once Spark runs.
+    started; checkpoints in any other store are left to :func:`check` once Spark runs.
     """
     found = [on_this_disk(config.checkpoint(query)) for query in queries]
     local = [files for files in found if files is not None]
-    if len(local) == len(queries):
-        _check(local, config, queries)
+    if len(local) < len(queries):
+        return False
+    _check(local, config, queries)
+    return True
 
 
 def check(spark: SparkSession, config: PipelineConfig, queries: list[str]) -> None:

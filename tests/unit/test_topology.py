@@ -110,11 +110,11 @@ def test_each_topic_an_indexing_query_reads_goes_to_the_task_for_it() -> None:
         "brand": Route("index", "brand")
     }
     # The source topics alone, with their sources (what a query's data-loss check watches).
-    assert sources_read(single, topology_of(single).query("single")) == {
+    assert sources_read(routes(single, topology_of(single).query("single"))) == {
         "item": "item",
         "brand": "brand",
     }
-    assert sources_read(_dimensions(), stages.query("indexer-brand")) == {"brand": "brand"}
+    assert sources_read(routes(_dimensions(), stages.query("indexer-brand"))) == {"brand": "brand"}
 
 
 @pytest.mark.parametrize(

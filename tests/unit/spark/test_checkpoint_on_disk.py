@@ -58,7 +58,7 @@ def test_a_lost_checkpoint_on_disk_is_refused_before_spark(
     assert "--rebuild-state" in str(refused.value) and SIGNS[0] in str(refused.value)
 
     rebuilding = _config(str(tmp_path / "checkpoints"), rebuild_state=True)
-    resume.check_on_disk(rebuilding, ["single"])  # the way on: no refusal
+    assert resume.check_on_disk(rebuilding, ["single"])  # the way on: no refusal
 
 
 def test_rebuilding_a_checkpoint_that_holds_state_is_refused_before_spark(
@@ -69,7 +69,7 @@ def test_rebuilding_a_checkpoint_that_holds_state_is_refused_before_spark(
     config = _config(str(tmp_path / "checkpoints"), rebuild_state=True)
     with pytest.raises(ConfigError, match="nothing to rebuild"):
         resume.check_on_disk(config, ["single"])
-    resume.check_on_disk(_config(str(tmp_path / "checkpoints")), ["single"])  # it resumes
+    assert resume.check_on_disk(_config(str(tmp_path / "checkpoints")), ["single"])  # resumes
 
 
 def test_a_checkpoint_in_another_store_waits_for_spark(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,4 +77,4 @@ def test_a_checkpoint_in_another_store_waits_for_spark(monkeypatch: pytest.Monke
         raise AssertionError("a remote checkpoint must not be judged from this disk")
 
     monkeypatch.setattr(resume, "evidence", asked)
-    resume.check_on_disk(_config("hdfs://nn:8020/checkpoints"), ["single"])
+    assert not resume.check_on_disk(_config("hdfs://nn:8020/checkpoints"), ["single"])
