@@ -4,8 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
-# Test files run on this many pytest-xdist workers, each with its own Kafka, Elasticsearch
-# and SparkSession (0: one process, as before); a file's tests stay on one worker, and
+# Test files run on this many pytest-xdist workers, which share the servers, each with its
+# own SparkSession (0: one process); a file's tests stay on one worker, and
 # files start in the order tests/conftest.py gives them (the longest first).
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder

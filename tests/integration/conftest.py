@@ -23,7 +23,9 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from functools import partial
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -44,6 +46,7 @@ from fusion.infra.spark import class_archive
 from fusion.infra.spark.standalone import LocalSparkCluster, SparkPorts
 from fusion.kafka import client as kafka_client
 from fusion.spark.session import spark_session
+from tests.integration.shared import exclusive, run_directory, shared
 
 T = TypeVar("T")
 
@@ -71,7 +74,6 @@ SERVER_LINES: list[str] = []  # repeated in the terminal summary, see tests/conf
 UNCHECKED: list[tuple[str, str]] = []
 ES_VERSION_ENV = "FUSION_TEST_ES_VERSION"  # `make test-es9` sets it
 ES_IMAGE = f"elasticsearch:{os.environ.get(ES_VERSION_ENV, '8.19.21')}"
-_CONTAINERS: dict[str, Any] = {}
 
 
 def _docker_available() -> bool:
@@ -89,11 +91,14 @@ def _docker_available() -> bool:
 OFFLINE_IMAGE_ENV = "FUSION_TEST_IMAGE"
 
 
+Containers = dict[str, Any]  # "kafka" and "elasticsearch": testcontainers' handles
+
+
 @contextlib.contextmanager
-def _containers() -> Iterator[Endpoints]:
+def _containers() -> Iterator[tuple[Endpoints, Containers]]:
     if os.environ.get(OFFLINE_IMAGE_ENV):
-        with _offline_containers(os.environ[OFFLINE_IMAGE_ENV]) as endpoints:
-            yield endpoints
+        with _offline_containers(os.environ[OFFLINE_IMAGE_ENV]) as started:
+            yield started
         return
     from testcontainers.community.elasticsearch import ElasticSearchContainer
     from testcontainers.community.kafka import KafkaContainer
@@ -108,13 +113,15 @@ def _containers() -> Iterator[Endpoints]:
         "ES_JAVA_OPTS", "-Xms512m -Xmx512m"
     )
     with kafka, es:
-        _CONTAINERS.update(kafka=kafka, elasticsearch=es)
         es_url = es.get_url()
-        yield Endpoints(kafka.get_bootstrap_server(), es_url, KAFKA_IMAGE, _es_version(es_url))
+        endpoints = Endpoints(
+            kafka.get_bootstrap_server(), es_url, KAFKA_IMAGE, _es_version(es_url)
+        )
+        yield endpoints, {"kafka": kafka, "elasticsearch": es}
 
 
 @contextlib.contextmanager
-def _offline_containers(image: str) -> Iterator[Endpoints]:
+def _offline_containers(image: str) -> Iterator[tuple[Endpoints, Containers]]:
     """Kafka and Elasticsearch as containers of ``image`` (docker/kafka.sh, elasticsearch.sh).
 
     Each listens on a host port chosen first: Kafka advertises its host port,
@@ -143,11 +150,11 @@ def _offline_containers(image: str) -> Iterator[Endpoints]:
         .with_network(network)
     )
     with network, kafka, es:
-        _CONTAINERS.update(kafka=kafka, elasticsearch=es)
         bootstrap, es_url = f"127.0.0.1:{kafka_port}", f"http://127.0.0.1:{es_port}"
         _wait_until(lambda: _kafka_answers(bootstrap), "Kafka in a container", kafka)
         _wait_until(lambda: _es_answers(es_url), "Elasticsearch in a container", es)
-        yield Endpoints(bootstrap, es_url, f"{image} (kafka.sh)", _es_version(es_url))
+        endpoints = Endpoints(bootstrap, es_url, f"{image} (kafka.sh)", _es_version(es_url))
+        yield endpoints, {"kafka": kafka, "elasticsearch": es}
 
 
 def _wait_until(answers: Callable[[], bool], what: str, container: Any) -> None:
@@ -180,7 +187,8 @@ Service = Literal["kafka", "elasticsearch"]
 
 
 class ServerControl:
-    """Takes the session's own servers down and up again, for the outage tests.
+    """A Kafka and an Elasticsearch of one test file's own, which its tests take down and
+    bring back (the session's are shared by the tests running beside it).
 
     - local launcher: the server's processes are stopped, and started again on
       the same ports with the same data;
@@ -191,11 +199,12 @@ class ServerControl:
     """
 
     def __init__(
-        self, runtime: LocalRuntime | None, containers: dict[str, Any], endpoints: Endpoints
+        self, runtime: LocalRuntime | None, containers: Containers, endpoints: Endpoints
     ) -> None:
         self.runtime = runtime
         self.containers = containers
         self.endpoints = endpoints
+        self.settings = _settings(endpoints)
         self.stopped: list[Service] = []
         # A stopped process refuses connections; a paused container accepts them and
         # answers nothing until it is unpaused.
@@ -211,8 +220,6 @@ class ServerControl:
     def stop(self, service: Service) -> None:
         if self.runtime is not None:
             # Stop one server, keeping its data: `start` brings it back on the same port.
-            if service == "spark":
-                self.runtime.spark().stop()
             for server in self.runtime.services():
                 if server.name == service:
                     server.process.stop()
@@ -232,11 +239,8 @@ class ServerControl:
         self.stopped.clear()
 
 
-_RUNTIMES: list[LocalRuntime] = []
-
-
 @contextlib.contextmanager
-def _local_runtime() -> Iterator[Endpoints]:
+def _local_runtime(es_heap: str = "512m") -> Iterator[tuple[LocalRuntime, Endpoints]]:
     home = RuntimeSettings.model_validate(
         {"home": os.environ.get("FUSION_HOME", "~/.cache/fusion")}
     ).home
@@ -244,13 +248,31 @@ def _local_runtime() -> Iterator[Endpoints]:
     state_dir = Path(tempfile.mkdtemp(prefix="test-runtime-", dir=_ensure(home)))
     # `make test-es9` runs a subset against another Elasticsearch version.
     es_version = os.environ.get(ES_VERSION_ENV)
-    runtime = LocalRuntime(home, state_dir, es_version=es_version, jvm_options=server_jvm_options())
-    _RUNTIMES.append(runtime)
+    runtime = LocalRuntime(
+        home, state_dir, es_version=es_version, es_heap=es_heap, jvm_options=server_jvm_options()
+    )
     try:
-        yield runtime.up(kafka_port=free_port(), es_port=free_port())
+        yield runtime, runtime.up(kafka_port=free_port(), es_port=free_port())
     finally:
         runtime.down()
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _local_endpoints() -> Iterator[Endpoints]:
+    # Twice the heap of a node of one worker's: both workers' tests write to this one.
+    with _local_runtime(es_heap="1g") as (_, endpoints):
+        yield endpoints
+
+
+@contextlib.contextmanager
+def _container_endpoints() -> Iterator[Endpoints]:
+    with _containers() as (endpoints, _):
+        yield endpoints
+
+
+def _endpoints_from(value: dict[str, Any]) -> Endpoints:
+    return Endpoints(**{**value, "cdc": tuple(value["cdc"])})
 
 
 def _es_version(url: str) -> str:
@@ -262,56 +284,95 @@ def _ensure(path: Path) -> Path:
     return path
 
 
+def _external() -> Endpoints | None:
+    kafka, es_url = (
+        os.environ.get("FUSION_TEST_KAFKA_BOOTSTRAP"),
+        os.environ.get("FUSION_TEST_ES_URL"),
+    )
+    if kafka and es_url:
+        return Endpoints(kafka, es_url, "external", _es_version(es_url))
+    return None
+
+
+def _announce(request: pytest.FixtureRequest, what: str, how: str, endpoints: Endpoints) -> None:
+    line = (
+        f"{what} ({how}): "
+        f"Kafka {endpoints.kafka_version} at {endpoints.kafka_bootstrap}, "
+        f"Elasticsearch {endpoints.es_version} at {endpoints.es_url}"
+    )
+    log.info(line)
+    SERVER_LINES.append(line)
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("\n" + line)
+
+
 @pytest.fixture(scope="session")
-def servers(request: pytest.FixtureRequest) -> Iterator[Endpoints]:
-    external = os.environ.get("FUSION_TEST_KAFKA_BOOTSTRAP"), os.environ.get("FUSION_TEST_ES_URL")
-    if all(external):
-        kafka, es_url = external
-        assert kafka and es_url
-        source: contextlib.AbstractContextManager[Endpoints] = contextlib.nullcontext(
-            Endpoints(kafka, es_url, "external", _es_version(es_url))
-        )
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """The directory the pytest-xdist workers of this run share (None without xdist)."""
+    return run_directory(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture
+def cluster_settings(run_dir: Path | None) -> Iterator[None]:
+    """For a test that changes a cluster-wide setting of the shared Elasticsearch: no test
+    of another worker changes one meanwhile (each puts back what it changed)."""
+    with exclusive("elasticsearch-cluster-settings", run_dir):
+        yield
+
+
+@pytest.fixture(scope="session")
+def servers(request: pytest.FixtureRequest, run_dir: Path | None) -> Iterator[Endpoints]:
+    external = _external()
+    if external is not None:
+        source: contextlib.AbstractContextManager[Endpoints] = contextlib.nullcontext(external)
         how = "external servers"
     elif _docker_available():
-        source, how = _containers(), "testcontainers"
+        source, how = _container_endpoints(), "testcontainers"
     else:
-        source, how = _local_runtime(), "local launcher (fusion infra)"
+        source = shared("servers", run_dir, _local_endpoints, asdict, _endpoints_from)
+        how = "local launcher (fusion infra), shared by the workers"
     with source as endpoints:
-        line = (
-            f"integration servers ({how}): "
-            f"Kafka {endpoints.kafka_version} at {endpoints.kafka_bootstrap}, "
-            f"Elasticsearch {endpoints.es_version} at {endpoints.es_url}"
-        )
-        log.info(line)
-        SERVER_LINES.append(line)
-        capture = request.config.pluginmanager.get_plugin("capturemanager")
-        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and capture is not None:
-            with capture.global_and_fixture_disabled():
-                reporter.write_line("\n" + line)
+        _announce(request, "integration servers", how, endpoints)
         yield endpoints
 
 
-@pytest.fixture(scope="session")
-def server_control(servers: Endpoints) -> ServerControl:
-    return ServerControl(_RUNTIMES[0] if _RUNTIMES else None, _CONTAINERS, servers)
+@pytest.fixture(scope="module")
+def server_control(request: pytest.FixtureRequest) -> Iterator[ServerControl]:
+    """Servers of this test file's own, for tests that take them down (see ServerControl)."""
+    external = _external()
+    if external is not None:
+        yield ServerControl(None, {}, external)
+    elif _docker_available():
+        with _containers() as (endpoints, containers):
+            _announce(request, "servers to stop", "testcontainers", endpoints)
+            yield ServerControl(None, containers, endpoints)
+    else:
+        with _local_runtime() as (runtime, endpoints):
+            _announce(request, "servers to stop", "local launcher (fusion infra)", endpoints)
+            yield ServerControl(runtime, {}, endpoints)
 
 
-@pytest.fixture(scope="session")
-def settings(servers: Endpoints) -> Settings:
-    env = {
-        "FUSION_KAFKA_BOOTSTRAP": servers.kafka_bootstrap,
-        "FUSION_ES_URL": servers.es_url,
-        "FUSION_SPARK_MASTER": "local[2,4]",
-        "FUSION_SPARK_SHUFFLE_PARTITIONS": "2",
-    }
+def _settings(endpoints: Endpoints | None) -> Settings:
+    env = {"FUSION_SPARK_MASTER": "local[2,4]", "FUSION_SPARK_SHUFFLE_PARTITIONS": "2"}
+    if endpoints is not None:
+        env.update(FUSION_KAFKA_BOOTSTRAP=endpoints.kafka_bootstrap, FUSION_ES_URL=endpoints.es_url)
     if "FUSION_HOME" in os.environ:
         env["FUSION_HOME"] = os.environ["FUSION_HOME"]
     return Settings.load(env=env)
 
 
 @pytest.fixture(scope="session")
-def spark(settings: Settings) -> Iterator[Any]:
+def settings(servers: Endpoints) -> Settings:
+    return _settings(servers)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    # It needs no server: tests that start servers of their own share it too.
+    settings = _settings(None)
     # `make provision` built it already: servers started elsewhere (testcontainers) did not.
     class_archive.build(settings.runtime.home)
     session = spark_session(settings, app_name="fusion-tests")
@@ -411,8 +472,11 @@ def _stop(services: list[Any], state_dir: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def cdc(settings: Settings) -> Iterator[Cdc]:
-    """Real change-data-capture beside the session's Kafka (whichever way that runs)."""
+def cdc(settings: Settings, run_dir: Path | None) -> Iterator[Cdc]:
+    """Real change-data-capture beside the session's Kafka (whichever way that runs).
+
+    Shared by the workers that share that Kafka (each test captures a schema of its own).
+    """
     home = settings.runtime.home
 
     def start(state_dir: Path, services: list[Any]) -> Cdc:
@@ -423,13 +487,25 @@ def cdc(settings: Settings) -> Iterator[Cdc]:
         wait_cdc(state, state_dir, home / "artifacts", timeout=180)
         return Cdc(next(s for s in services if isinstance(s, LocalPostgres)), *ports)
 
-    with _started_once_more(home, "cdc", start) as cdc:
+    def encode(cdc: Cdc) -> dict[str, Any]:
+        postgres = {"state_dir": str(cdc.postgres.dir.parent), "bin": str(cdc.postgres.bin)}
+        return {**postgres, "pg_port": cdc.pg_port, "connect_port": cdc.connect_port}
+
+    def decode(value: dict[str, Any]) -> Cdc:
+        postgres = LocalPostgres(Path(value["state_dir"]), Path(value["bin"]))
+        return Cdc(postgres, value["pg_port"], value["connect_port"])
+
+    started = partial(_started_once_more, home, "cdc", start)
+    with shared(f"cdc {settings.kafka.bootstrap}", run_dir, started, encode, decode) as cdc:
         yield cdc
 
 
 @pytest.fixture(scope="session")
-def registry(settings: Settings) -> Iterator[str]:
-    """A real schema registry (Apicurio, in memory) for the session: its Confluent API's URL."""
+def registry(settings: Settings, run_dir: Path | None) -> Iterator[str]:
+    """A real schema registry (Apicurio, in memory) for the session: its Confluent API's URL.
+
+    Shared by the workers (each test registers subjects of its own names).
+    """
     home = settings.runtime.home
 
     def start(state_dir: Path, services: list[Any]) -> str:
@@ -438,7 +514,8 @@ def registry(settings: Settings) -> Iterator[str]:
         services += start_registry(home / "artifacts", state_dir, *at_port)
         return registry_url(port)
 
-    with _started_once_more(home, "registry", start) as url:
+    started = partial(_started_once_more, home, "registry", start)
+    with shared("registry", run_dir, started, lambda url: {"url": url}, itemgetter("url")) as url:
         yield url
 
 

@@ -40,7 +40,7 @@ class Doc:
 
 
 @pytest.fixture
-def no_auto_create(settings: Settings) -> Iterator[str]:
+def no_auto_create(settings: Settings, cluster_settings: None) -> Iterator[str]:
     """Indexes named ``fusion-gone-*`` are not created by a write (as with
     ``action.auto_create_index: false``): a write to one meets a 404."""
     es = es_client.connect(settings.elasticsearch)

@@ -1,9 +1,10 @@
 """Outages mid-run: Elasticsearch down for 30 s; the Kafka broker down while a batch is published.
 
-The session's own servers are taken down and brought back
+A Kafka and an Elasticsearch of this file's own are taken down and brought back
 (:class:`~tests.integration.conftest.ServerControl`: stopped with the local
 launcher, paused with testcontainers; with external servers the tests are
-skipped and reported UNCHECKED at the end of the run). The pipeline must
+skipped and reported UNCHECKED at the end of the run): the session's serve the
+tests running beside these. The pipeline must
 notice (its status line says so), keep running through the outage, publish
 no ack for data Elasticsearch did not index, and end with nothing lost and
 nothing fired twice.
@@ -39,6 +40,12 @@ ES_OUTAGE_SECONDS = 30.0
 # Longer than a Kafka call of the executors' writer blocks (fusion.output.Writer.BLOCK_MS,
 # 10 s): its publish loop must retry, not just wait the outage out.
 KAFKA_OUTAGE_SECONDS = 15.0
+
+
+@pytest.fixture(scope="module")
+def settings(server_control: ServerControl) -> Settings:
+    """Every test here runs on the servers it takes down."""
+    return server_control.settings
 
 
 @pytest.fixture

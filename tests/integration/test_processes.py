@@ -193,7 +193,7 @@ def test_a_query_that_dies_mid_run_stops_fusion_run_with_one_line(
 
 
 def test_an_index_deleted_under_a_running_pipeline_stops_it_with_its_name_and_no_dead_letter(
-    settings: Settings, tmp_path: Path
+    settings: Settings, tmp_path: Path, cluster_settings: None
 ) -> None:
     config_file = write_config_file(settings, tmp_path / "p.toml", ["a", "b"])
     config = PipelineConfig.load(config_file, env={})

@@ -8,6 +8,7 @@ and run again; and through an Elasticsearch outage in the middle of its scan.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -56,6 +57,12 @@ class Lost:
 
 @pytest.fixture
 def lost(spark: Any, settings: Settings, tmp_path: Path) -> Iterator[Lost]:
+    with _lost_acks(spark, settings, tmp_path) as lost:
+        yield lost
+
+
+@contextlib.contextmanager
+def _lost_acks(spark: Any, settings: Settings, tmp_path: Path) -> Iterator[Lost]:
     """The story up to the lost acks."""
     # The indexers run alone while the acks are lost: one query per stage.
     config_file = write_config_file(
@@ -180,9 +187,18 @@ def test_a_resumed_reconcile_writes_no_slice_twice(
 
 
 def test_reconcile_waits_out_an_elasticsearch_outage_during_its_scan(
-    settings: Settings, lost: Lost, tmp_path: Path, server_control: ServerControl
+    spark: Any, tmp_path: Path, server_control: ServerControl
 ) -> None:
     server_control.require("reconcile's scan retries its _mget through an Elasticsearch outage")
+    # On servers of its own: the session's serve the tests running beside it.
+    settings = server_control.settings
+    with _lost_acks(spark, settings, tmp_path) as lost:
+        _reconcile_through_an_outage(settings, lost, tmp_path, server_control)
+
+
+def _reconcile_through_an_outage(
+    settings: Settings, lost: Lost, tmp_path: Path, server_control: ServerControl
+) -> None:
     gate = tmp_path / "gate"
     gate.write_text("")
     process = _reconcile_process(lost, settings, FUSION_HOLD_AT=f"reconcile.scan={gate}")
