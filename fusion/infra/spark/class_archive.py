@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from fusion.infra.errors import ClassArchiveError
@@ -86,9 +87,46 @@ def _digest() -> str:
 
 def _jar_stamps(jars: Path) -> list[str]:
     # The JVM maps an archive only over the very jars it was dumped from (it checks each
-    # one's size and time, and silently loads as before otherwise): pyspark installed again
-    # at the same path, a fresh virtualenv say, needs an archive of its own.
+    # one's size and time, and silently loads as before otherwise).
+    _settle_times(jars)
     return sorted(f"{j.name} {j.stat().st_size} {j.stat().st_mtime_ns}" for j in jars.glob("*.jar"))
+
+
+# A jar whose time was set from its contents carries this in its nanoseconds; the time
+# itself lies in the first half of the year 2000 (never in the future: tools warn).
+SETTLED_NS = 271_828_182
+_YEAR_2000 = 946_684_800
+
+
+def _settle_times(jars: Path) -> None:
+    """Give each jar a time that follows from its contents.
+
+    An installer writes pyspark's jars with the time of the install, so a fresh
+    virtualenv with the very same pyspark would need an archive of its own (half a
+    minute to build, 170 MB more in the cache). With times that follow from the
+    contents, it maps the one already built; another build of the jars gets other
+    times, and so another archive. Where the jars are not ours to touch, their times
+    stay as installed and each install builds its own archive, as before.
+    """
+    for jar in jars.glob("*.jar"):
+        stat = jar.stat()
+        if stat.st_mtime_ns % 1_000_000_000 == SETTLED_NS:
+            continue
+        seconds = _YEAR_2000 + int.from_bytes(_contents_digest(jar)[:3], "big")
+        try:
+            os.utime(jar, ns=(stat.st_atime_ns, seconds * 1_000_000_000 + SETTLED_NS))
+        except OSError:
+            return
+
+
+def _contents_digest(jar: Path) -> bytes:
+    # The zip's directory names every entry with its CRC and size: a cheap read of what
+    # the jar holds, without inflating it.
+    digest = hashlib.sha256()
+    with zipfile.ZipFile(jar) as archive:
+        for entry in archive.infolist():
+            digest.update(f"{entry.filename} {entry.CRC} {entry.file_size}\n".encode())
+    return digest.digest()
 
 
 def _dump(target: Path) -> None:
