@@ -43,6 +43,7 @@ from fusion.spark.queries import read_with_clock
 from fusion.spark.tasks import KAFKA_SELECT, Job, partition_function
 from fusion.topology import COUNTER, SINGLE, Query, routes, sources_read
 from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
+from indexers.spec import index_spec
 from indexers.task import IndexPartition
 
 if TYPE_CHECKING:
@@ -65,8 +66,10 @@ def indexed_and_counted(spark: SparkSession, config: PipelineConfig, query: Quer
     stream = read_with_clock(spark, config, query.name, *query.reads)
     # The indexer's writer: ids fusion-<pipeline>-single-index@<topic>-<partition>; it reads
     # the query and batch from the job it runs in.
-    job = Job(config, f"{query.name}-index", "indexer", query="", batch_id=-1)
-    task = partition_function(job, IndexPartition(routes(config, query)), handoff_batch)
+    chunk_bytes = config.pipeline.task_chunk_bytes
+    job = Job(f"{query.name}-index", "indexer", query="", batch_id=-1, chunk_bytes=chunk_bytes)
+    work = IndexPartition(routes(config, query), index_spec(config, query.sources))
+    task = partition_function(job, work, handoff_batch)
     indexed = stream.selectExpr(*KAFKA_SELECT).mapInArrow(task, HANDOFF_SCHEMA)
     spec = writer_spec(config, job, fault_settings(spark))
     initial = restored_state(spark, config)

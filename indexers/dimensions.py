@@ -21,7 +21,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from acks.contract import Ack
-from fusion.core.config import RESERVED_FIELD, STORED_OWN, PipelineConfig
+from fusion.core.config import RESERVED_FIELD, STORED_OWN
 from fusion.core.config_dimensions import Reference
 from fusion.elastic.bulk import Confirmed
 from fusion.elastic.retry import RetryPolicy, call_with_retries, mget_docs
@@ -49,15 +49,16 @@ def wanted_rows(records: Iterable[SourceRecord]) -> list[RowId]:
 
 def lookup_rows(
     es: Elasticsearch,
-    config: PipelineConfig,
+    indexes: Mapping[str, str],
     wanted: Sequence[RowId],
     retry: RetryPolicy,
     metrics: Metrics,
 ) -> dict[RowId, Row]:
-    """The rows of ``wanted`` that Elasticsearch has (a tombstone too), in one ``_mget``."""
+    """The rows of ``wanted`` that Elasticsearch has (a tombstone too), in one ``_mget``;
+    ``indexes``: each source's index, by name."""
     if not wanted:
         return {}
-    docs = [{"_index": config.index_of(config.source(d)), "_id": ref} for d, ref in wanted]
+    docs = [{"_index": indexes[d], "_id": ref} for d, ref in wanted]
 
     def call() -> list[dict[str, Any]]:
         return mget_docs(es.mget(docs=docs))
@@ -86,7 +87,7 @@ def record_content(stored: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def slot_acks(
-    config: PipelineConfig,
+    indexes: Mapping[str, str],
     references: Sequence[Reference],
     confirmed: Iterable[Confirmed[SourceRecord]],
     rows: Mapping[RowId, Row],
@@ -94,14 +95,14 @@ def slot_acks(
 ) -> list[Ack]:
     """One slot ack per confirmed document and dimension it references."""
     return [
-        slot_ack(config, reference.dimension, item, rows, acked_at)
+        slot_ack(indexes, reference.dimension, item, rows, acked_at)
         for item in confirmed
         for reference in references
     ]
 
 
 def slot_ack(
-    config: PipelineConfig,
+    indexes: Mapping[str, str],
     dimension: str,
     item: Confirmed[SourceRecord],
     rows: Mapping[RowId, Row],
@@ -115,11 +116,11 @@ def slot_ack(
     ref = None if record.deleted else record.refs.get(dimension)
     row = rows.get((dimension, ref)) if ref is not None else None
     named = (record.key, item.version, dimension, ref)
-    return slot(config, named, row, record.where, acked_at)
+    return slot(indexes, named, row, record.where, acked_at)
 
 
 def slot(
-    config: PipelineConfig,
+    indexes: Mapping[str, str],
     named: tuple[str, int, str, str | None],
     row: Row | None,
     where: tuple[str, int, int],
@@ -133,7 +134,7 @@ def slot(
     return Ack(
         key=key,
         source=dimension,
-        index=config.index_of(config.source(dimension)),
+        index=indexes[dimension],
         doc_id=ref or key,
         seq_no=row.seq_no if row else 0,
         primary_term=row.primary_term if row else 1,

@@ -20,7 +20,7 @@ newer than what the counter has).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,16 +31,16 @@ from acks.contract import Ack
 from acks.errors import AckError
 from acks.fanout import FanoutRequest
 from acks.kafka import ack_records
-from fusion.core.config import STORED_REFS, PipelineConfig
+from fusion.core.config import STORED_REFS
 from fusion.core.events import DeadLetter, dead_letter_records, now_utc
 from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed
 from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
-from fusion.spark.tasks import Job
 from indexers.dimensions import Row, slot
 from indexers.records import RawRecord, SourceRecord
+from indexers.spec import IndexSpec, Outputs, Referrer
 
 
 def requests_for(
@@ -94,9 +94,8 @@ def newest_per_row(
     return list(newest.values())
 
 
-def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]:
+def fan_out(spec: IndexSpec, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]:
     """A fan-out partition's output records (slot acks on the slots topic) and counts."""
-    config = job.config
     requests: list[tuple[FanoutRequest, Where]] = []
     dead: list[DeadLetter] = []
     for raw in raws:
@@ -106,11 +105,11 @@ def fan_out(job: Job, raws: list[RawRecord]) -> tuple[list[Any], dict[str, int]]
             dead.append(DeadLetter.of(str(exc), "indexer", None, raw.where, raw.value, None))
     metrics = Metrics()
     newest = newest_per_row(requests)
-    page = config.pipeline.fanout_page
-    pages = work_pages(job, [(r, where, page) for r, where in newest], metrics)
+    page = spec.fanout_page
+    pages = work_pages(spec, [(r, where, page) for r, where in newest], metrics)
     crash_point("fanout.after_page")  # pages searched, their acks and what continues not out
-    out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
-    out += pages.records(config)
+    out = dead_letter_records(spec.outputs.dlq, dead, spec.outputs.message_limit)
+    out += pages.records(spec.outputs)
     counts = {
         names.FANOUT_REQUESTS: len(raws),
         names.FANOUT_CONTINUED: len(pages.again),
@@ -130,30 +129,30 @@ class Pages:
     acks: list[Ack]
     again: list[FanoutRequest]
 
-    def records(self, config: PipelineConfig) -> list[Any]:
+    def records(self, outputs: Outputs) -> list[Any]:
         """The requests that continue, on the fan-out topic, then the slot acks."""
-        return request_records(config, self.again) + ack_records(config.slots_topic, self.acks)
+        return request_records(outputs.fanout, self.again) + ack_records(outputs.slots, self.acks)
 
 
-def request_records(config: PipelineConfig, requests: Iterable[FanoutRequest]) -> list[Any]:
-    """Fan-out requests as records of the fan-out topic."""
-    return [(config.fanout_topic, r.kafka_key, r.to_bytes()) for r in requests]
+def request_records(topic: str, requests: Iterable[FanoutRequest]) -> list[Any]:
+    """Fan-out requests as records of the fan-out ``topic``."""
+    return [(topic, r.kafka_key, r.to_bytes()) for r in requests]
 
 
 def work_pages(
-    job: Job, requests: Sequence[tuple[FanoutRequest, Where, int]], metrics: Metrics
+    spec: IndexSpec, requests: Sequence[tuple[FanoutRequest, Where, int]], metrics: Metrics
 ) -> Pages:
     """A page of each request, of the size given with it."""
-    config = job.config
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
     acks: list[Ack] = []
     again: list[FanoutRequest] = []
+    es, retry = spec.es(), spec.retry()
     for request, where, size in requests:
-        page, after = search_page(job.elasticsearch(), config, request, where, retry, metrics, size)
-        acks += page
+        referrer = spec.referrers[request.dimension]
+        hits, after = search_page(es, referrer, request, where, retry, metrics, size)
+        acks += _slots(spec.indexes, request, hits, where)
         if after is not None:
             again.append(
-                request.model_copy(update={"after": after, "keys": request.keys + len(page)})
+                request.model_copy(update={"after": after, "keys": request.keys + len(hits)})
             )
     return Pages(acks, again)
 
@@ -163,18 +162,17 @@ SEARCH_SIZE = 10_000  # hits one search returns at the most (index.max_result_wi
 
 def search_page(
     es: Elasticsearch,
-    config: PipelineConfig,
+    referrer: Referrer,
     request: FanoutRequest,
     where: Where,
     retry: RetryPolicy,
     metrics: Metrics,
     page_size: int,
-) -> tuple[list[Ack], list[Any] | None]:
-    """The slot acks of one page (``page_size`` keys naming the row, in searches of up to
+) -> tuple[list[dict[str, Any]], list[Any] | None]:
+    """One page of the keys naming the row (``page_size`` hits, in searches of up to
     :data:`SEARCH_SIZE`), and the cursor of the next page (None: this was the last)."""
-    referrer = config.source(config.referrer_of(request.dimension))
-    index = config.index_of(referrer)
-    sort = [{config.sort_field(referrer): "asc"}]
+    index = referrer.index
+    sort = [{referrer.sort_field: "asc"}]
     query = {"term": {f"{STORED_REFS}.{request.dimension}": request.id}}
     after, hits = request.after, list[dict[str, Any]]()
     while len(hits) < page_size:
@@ -192,21 +190,21 @@ def search_page(
         page: Sequence[dict[str, Any]] = found["hits"]["hits"]
         hits += page
         if len(page) < size:
-            return _slots(config, request, hits, where), None  # the last keys naming it
+            return hits, None  # the last keys naming it
         after = page[-1]["sort"]
-    return _slots(config, request, hits, where), after
+    return hits, after
 
 
 def _slots(
-    config: PipelineConfig, request: FanoutRequest, hits: Sequence[dict[str, Any]], where: Where
+    indexes: Mapping[str, str],
+    request: FanoutRequest,
+    hits: Sequence[dict[str, Any]],
+    where: Where,
 ) -> list[Ack]:
+    """Each hit's slot: its item, at the version found, names the requested row."""
     at = now_utc()
-    return [_slot(config, request, hit, where, at) for hit in hits]
-
-
-def _slot(
-    config: PipelineConfig, request: FanoutRequest, hit: dict[str, Any], where: Where, at: datetime
-) -> Ack:
-    """Key ``hit``'s slot: its item, at the version found, names the requested row."""
-    named = (hit["_id"], hit["_version"], request.dimension, request.id)
-    return slot(config, named, Row(request.version, request.digest), where, at)
+    row = Row(request.version, request.digest)
+    return [
+        slot(indexes, (hit["_id"], hit["_version"], request.dimension, request.id), row, where, at)
+        for hit in hits
+    ]

@@ -25,27 +25,27 @@ from acks.fanout import FanoutRequest
 from fusion.core.config import STORED_REFS
 from fusion.core.events import now_utc
 from fusion.elastic.bulk import Confirmed
-from fusion.elastic.retry import RetryPolicy, call_with_retries
+from fusion.elastic.retry import call_with_retries
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
-from fusion.spark.tasks import Job
 from indexers.fanout import Where, request_records, requests_for, work_pages
 from indexers.records import SourceRecord
+from indexers.spec import IndexSpec
 
 # The keys a dimension's task tells at once, over all the rows it wrote: one search's worth.
 FIRST_PAGES = 10_000
 
 
 def first_pages(
-    job: Job, dimension: str, changed: Sequence[Confirmed[SourceRecord]], metrics: Metrics
+    spec: IndexSpec, dimension: str, changed: Sequence[Confirmed[SourceRecord]], metrics: Metrics
 ) -> list[Any]:
     """The output records of the fan-outs of the rows ``changed``: the small ones done, the
     others asked of the fan-out topic."""
     requests = requests_for(dimension, changed, now_utc())
-    naming = naming_counts(job, dimension, [r.id for r in requests], metrics) if requests else {}
+    naming = naming_counts(spec, dimension, [r.id for r in requests], metrics) if requests else {}
     fits: list[tuple[FanoutRequest, Where, int]] = []
     left: list[FanoutRequest] = []
-    room = min(job.config.pipeline.fanout_page, FIRST_PAGES)
+    room = min(spec.fanout_page, FIRST_PAGES)
     for request, item in zip(requests, changed, strict=True):
         keys = naming.get(request.id, 0)
         if 0 < keys <= room:
@@ -54,22 +54,23 @@ def first_pages(
             room -= keys
         elif keys:
             left.append(request)
-    pages = work_pages(job, fits, metrics)
+    pages = work_pages(spec, fits, metrics)
     worked = len(requests) - len(left)  # a row no key names is done without a search
     metrics.add(names.FANOUT_ASKED, len(requests))
     metrics.add(names.FANOUT_REQUESTS, worked)  # asked and worked at once: none pending
     metrics.add(names.FANOUT_CONTINUED, len(pages.again))
     metrics.add(names.FANOUT_KEYS, len(pages.acks))
     metrics.add(names.FANOUT_DONE, worked - len(pages.again))
-    return pages.records(job.config) + request_records(job.config, left)
+    return pages.records(spec.outputs) + request_records(spec.outputs.fanout, left)
 
 
-def naming_counts(job: Job, dimension: str, ids: list[str], metrics: Metrics) -> dict[str, int]:
+def naming_counts(
+    spec: IndexSpec, dimension: str, ids: list[str], metrics: Metrics
+) -> dict[str, int]:
     """How many keys' documents name each of the rows ``ids`` (a ``terms`` aggregation)."""
-    config = job.config
-    index = config.index_of(config.source(config.referrer_of(dimension)))
+    index = spec.referrers[dimension].index
     field = f"{STORED_REFS}.{dimension}"
-    es = job.elasticsearch()
+    es = spec.es()
 
     def call() -> dict[str, Any]:
         return dict(
@@ -79,7 +80,6 @@ def naming_counts(job: Job, dimension: str, ids: list[str], metrics: Metrics) ->
             )
         )  # fmt: skip
 
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-    found = call_with_retries(call, f"fan-out count of {index}", retry, metrics)
+    found = call_with_retries(call, f"fan-out count of {index}", spec.retry(), metrics)
     buckets = found["aggregations"]["naming"]["buckets"]
     return {str(b["key"]): int(b["doc_count"]) for b in buckets}

@@ -31,6 +31,7 @@ from fusion.spark.queries import read_kafka, start_foreach_batch
 from fusion.spark.stage import BatchStage
 from fusion.spark.tasks import Work
 from fusion.topology import Query, routes, source_readers, sources_read, topology_of
+from indexers.spec import index_spec
 from indexers.task import IndexPartition
 
 if TYPE_CHECKING:
@@ -46,9 +47,10 @@ class IndexBatch(BatchStage):
         self.routes = routes(config, query)
         # Its source topics (the data-loss check, fusion.spark.stage).
         self.source_of = sources_read(self.routes)
+        self.task_spec = index_spec(config, query.sources)
 
     def work(self) -> Work:
-        return IndexPartition(self.routes)
+        return IndexPartition(self.routes, self.task_spec)
 
 
 def start_indexer(

@@ -25,13 +25,11 @@ from typing import TYPE_CHECKING
 from acks.contract import Ack
 from acks.errors import AckError
 from acks.kafka import ack_records
-from fusion.core.config import STORED_KEY
 from fusion.core.config_dimensions import Reference
 from fusion.core.config_values import AVRO_FORMATS
 from fusion.core.events import DeadLetter, dead_letter_records, now_utc
 from fusion.core.faults import crash_point
 from fusion.elastic.bulk import Confirmed, Target, write_documents
-from fusion.elastic.retry import RetryPolicy
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from fusion.spark.tasks import Job, TaskOutput, column
@@ -48,6 +46,7 @@ from indexers.records import (
     parse,
 )
 from indexers.references import references_in, stored_refs
+from indexers.spec import IndexSpec, Outputs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,11 +56,13 @@ class IndexPartition:
     """An indexing query's task function (picklable: it travels to the executors).
 
     A task reads one Kafka partition, so all its records are of one topic: the
-    query's ``routes`` (:func:`fusion.topology.routes`) say which task takes it.
+    query's ``routes`` (:func:`fusion.topology.routes`) say which task takes it,
+    and ``spec`` (:func:`indexers.spec.index_spec`) what each knows of the pipeline.
     """
 
-    def __init__(self, routes: Mapping[str, Route]) -> None:
+    def __init__(self, routes: Mapping[str, Route], spec: IndexSpec) -> None:
         self.routes = dict(routes)
+        self.spec = spec
 
     def __call__(self, job: Job, rows: pa.Table) -> TaskOutput:
         raws = [
@@ -79,12 +80,12 @@ class IndexPartition:
         task = f"{raws[0].topic}-{raws[0].partition}"
         route = self.routes[raws[0].topic]
         if route.task == "fan_out":
-            out, counts = fan_out(job, raws)
+            out, counts = fan_out(self.spec, raws)
             return Indexed(task, out, counts)
         if route.task == "forward_slot_acks":
-            return forward_slot_acks(job, task, raws)
+            return forward_slot_acks(self.spec.outputs, task, raws)
         assert route.source is not None  # an index route names its source
-        return index_records(job, route.source, raws)
+        return index_records(self.spec, route.source, raws)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class Indexed(TaskOutput):
     handed: Sequence[Ack] = ()
 
 
-def forward_slot_acks(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
+def forward_slot_acks(outputs: Outputs, task: str, raws: list[RawRecord]) -> Indexed:
     """The single query's task of the slots topic: its slot acks, on to the counter as they were
     published (a malformed one is a dead letter)."""
     handed: list[Ack] = []
@@ -106,29 +107,26 @@ def forward_slot_acks(job: Job, task: str, raws: list[RawRecord]) -> Indexed:
             handed.append(Ack.from_bytes(raw.value or b""))
         except AckError as exc:
             dead.append(DeadLetter.of(str(exc), "counter", None, raw.where, raw.value, None))
-    out = dead_letter_records(job.config.dlq_topic, dead, job.config.message_limit)
+    out = dead_letter_records(outputs.dlq, dead, outputs.message_limit)
     counts = {names.SLOT_ACKS: len(handed), names.COUNTER_DLQ: len(dead)}
     return Indexed(task, out, counts, handed=handed)
 
 
-def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
+def index_records(spec: IndexSpec, source: str, raws: list[RawRecord]) -> Indexed:
     """Steps 1-4 of the module docstring for one Kafka partition's ``raws``."""
-    config = job.config
-    spec = config.source(source)
+    this = spec.sources[source]
     records: list[SourceRecord] = []
     dead: list[DeadLetter] = []
     tombstones = 0
-    stores_key = config.sort_field(spec) == STORED_KEY
     retries = Metrics()  # and the time each step took (names.STAGES)
     # Avro's writer schemas, from the registry by id (once per worker: the cache outlives tasks).
-    budget = config.pipeline.retry_budget_seconds
-    schemas = Schemas(config.registry, budget) if spec.format in AVRO_FORMATS else None
-    declared = spec.declared(config.pipeline.strict)
+    avro = this.format in AVRO_FORMATS
+    schemas = Schemas(spec.registry, spec.retry_budget_seconds) if avro else None
     with retries.timed(names.STAGE_INDEX_PARSE):
         for raw in raws:
             parsed = parse(
-                raw, source, config.key_of(spec), config.max_record_bytes, spec.format, stores_key,
-                schemas, declared,
+                raw, source, this.key, spec.max_record_bytes, this.format, this.stores_key,
+                schemas, this.declared,
             )  # fmt: skip
             if isinstance(parsed, SourceRecord):
                 records.append(parsed)
@@ -136,35 +134,27 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
                 tombstones += 1  # the compacted topic's half of a delete: nothing to index
             else:
                 dead.append(parsed)
-        references = config.references_from(source)
+        references = this.references
         if references:
             records = [with_refs(record, references) for record in records]
     crash_point("indexer.before_bulk")
-    target = Target(
-        config.index_of(config.source(source)), "indexer", source, config.pipeline.bulk_chunk
-    )
+    target = Target(this.index, "indexer", source, spec.bulk_chunk)
     latest = latest_per_key(records)
     # A dimension's rows as they were: a row written again unchanged needs no fan-out.
-    before = _rows_before(job, source, latest, retries) if spec.dimension else {}
+    before = _rows_before(spec, source, latest, retries) if this.dimension else {}
     with retries.timed(names.STAGE_INDEX_WRITE):
-        written = write_documents(
-            job.elasticsearch(),
-            target,
-            latest,
-            RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds),
-            retries,
-        )
+        written = write_documents(spec.es(), target, latest, spec.retry(), retries)
     crash_point("indexer.after_bulk")
     dead.extend(written.dead)
     acks = list(_acks(source, written.confirmed))
-    out = dead_letter_records(config.dlq_topic, dead, config.message_limit)
+    out = dead_letter_records(spec.outputs.dlq, dead, spec.outputs.message_limit)
     if references:
         # Published, not handed on: what counts reads them back from the topic, so a replayed
         # batch counts the slot acks of its first attempt, whatever the lookup finds now.
         with retries.timed(names.STAGE_INDEX_SLOTS):
-            slots = _slot_acks(job, references, written.confirmed, retries)
-        out += ack_records(config.slots_topic, slots)
-    if spec.dimension:
+            slots = _slot_acks(spec, references, written.confirmed, retries)
+        out += ack_records(spec.outputs.slots, slots)
+    if this.dimension:
         # A row keyed by its own id is no part of a key: its change goes to the keys
         # that name it, by a fan-out (indexers/fanout_first.py, indexers/fanout.py), not to
         # the counter.
@@ -173,10 +163,10 @@ def index_records(job: Job, source: str, raws: list[RawRecord]) -> Indexed:
             i for i in written.confirmed if worth_a_fanout(i, before.get(i.record.key), first)
         ]
         with retries.timed(names.STAGE_INDEX_FANOUT):
-            out += first_pages(job, source, changed, retries)
+            out += first_pages(spec, source, changed, retries)
         retries.add(names.FANOUT_UNCHANGED, len(written.confirmed) - len(changed))
         acks = []
-    out += ack_records(config.acks_topic, acks)
+    out += ack_records(spec.outputs.acks, acks)
     counts = {
         names.source_count(source, names.SOURCE_RECORDS): len(raws),
         names.source_count(source, names.DLQ): len(dead),
@@ -202,12 +192,11 @@ FANOUT_COUNTS = (
 
 
 def _rows_before(
-    job: Job, source: str, records: list[SourceRecord], metrics: Metrics
+    spec: IndexSpec, source: str, records: list[SourceRecord], metrics: Metrics
 ) -> dict[str, Row]:
     """The dimension rows ``records`` are about to overwrite, by id (those there)."""
-    retry = RetryPolicy(budget_seconds=job.config.pipeline.retry_budget_seconds)
     wanted = [(source, record.key) for record in records]
-    found = lookup_rows(job.elasticsearch(), job.config, wanted, retry, metrics)
+    found = lookup_rows(spec.es(), spec.indexes, wanted, spec.retry(), metrics)
     return {ref: row for (_, ref), row in found.items()}
 
 
@@ -217,17 +206,15 @@ def with_refs(record: SourceRecord, references: Sequence[Reference]) -> SourceRe
 
 
 def _slot_acks(
-    job: Job,
+    spec: IndexSpec,
     references: Sequence[Reference],
     confirmed: list[Confirmed[SourceRecord]],
     metrics: Metrics,
 ) -> list[Ack]:
     """Each confirmed document's slot acks, after one lookup of the rows they name."""
-    config = job.config
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
     wanted = wanted_rows(item.record for item in confirmed if not item.record.deleted)
-    rows = lookup_rows(job.elasticsearch(), config, wanted, retry, metrics)
-    return slot_acks(config, references, confirmed, rows, now_utc())
+    rows = lookup_rows(spec.es(), spec.indexes, wanted, spec.retry(), metrics)
+    return slot_acks(spec.indexes, references, confirmed, rows, now_utc())
 
 
 def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:

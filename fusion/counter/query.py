@@ -37,7 +37,8 @@ from fusion.core.config import PipelineConfig
 from fusion.counter import clock, rebuild
 from fusion.counter.decisions import Rules
 from fusion.counter.engine import engine_of, keep_the_engine
-from fusion.counter.task import PublishEvents
+from fusion.counter.task import EventOutputs, PublishEvents
+from fusion.enricher.spec import enrich_spec
 from fusion.observe.metrics import Metrics
 from fusion.spark import resume
 from fusion.spark.jvm_writer import task_counts
@@ -61,10 +62,12 @@ class CounterBatch(BatchStage):
     def __init__(self, config: PipelineConfig, metrics: Metrics, query: Query) -> None:
         super().__init__(config, metrics, query.name, "counter")
         self.enriches = query.enriches
+        self.outputs = EventOutputs.of(config)
+        self.enrich_spec = enrich_spec(config) if query.enriches else None
         self.clock: clock.DeadlineClock | None = None  # with deadlines: see start_counter
 
     def work(self) -> Work:
-        return PublishEvents(self.enriches)
+        return PublishEvents(self.outputs, self.enrich_spec)
 
     def counts_to_commit(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
         plain, buckets = clock.split_counts(counts)
@@ -79,14 +82,14 @@ class CounterBatch(BatchStage):
         if self.enriches:
             return super().run(batch, job)  # a Python task enriches what fired
         # Nothing to enrich here: the events go from the JVM processor to Kafka directly.
-        config, spark = self.config, batch.sparkSession
+        spark, outputs = batch.sparkSession, self.outputs
         events = spark._jvm.fusion.counter.CounterEvents  # type: ignore[union-attr]
         topics = {
-            "ready": config.ready_topic,
-            "updated": config.updates_topic,
-            "incomplete": config.incomplete_topic,
-            "dlq": config.dlq_topic,
-            "resolution_ms": str(int(config.pipeline.deadline_resolution * 1000)),
+            "ready": outputs.ready,
+            "updated": outputs.updates,
+            "incomplete": outputs.incomplete,
+            "dlq": outputs.dlq,
+            "resolution_ms": str(outputs.deadline_resolution_ms),
         }
         return task_counts(events.publish(batch._jdf, self.spec(job, spark), json.dumps(topics)))
 

@@ -18,8 +18,8 @@ from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter, RefPart, dead_letter_records
 from fusion.counter import clock
 from fusion.counter.rows import OUTPUT_COLUMNS
-from fusion.elastic.retry import RetryPolicy
 from fusion.enricher.request import EnrichRequest, EventPosition
+from fusion.enricher.spec import EnrichSpec
 from fusion.enricher.task import enrich
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
@@ -30,11 +30,37 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class EventOutputs:
+    """Where a counter task's events and dead letters go (a slice of the configuration)."""
+
+    ready: str
+    updates: str
+    incomplete: str
+    dlq: str
+    message_limit: int
+    partial: bool  # on_timeout = "partial": an expired key is enriched as incomplete
+    deadline_resolution_ms: int  # the clock's buckets
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> EventOutputs:
+        return cls(
+            ready=config.ready_topic,
+            updates=config.updates_topic,
+            incomplete=config.incomplete_topic,
+            dlq=config.dlq_topic,
+            message_limit=config.message_limit,
+            partial=config.pipeline.on_timeout == "partial",
+            deadline_resolution_ms=int(config.pipeline.deadline_resolution * 1000),
+        )
+
+
+@dataclass(frozen=True)
 class PublishEvents:
     """Task function: one state partition's events of a batch, for one Kafka transaction.
 
     ``enriches`` (the topology's: the single query, or the counter with
-    ``enrich_in = "counter"``): the task also enriches the keys it fired (and
+    ``enrich_in = "counter"``, what an enrichment needs, else None): the task
+    also enriches the keys it fired (and
     updated, and expired with ``on_timeout = "partial"``): it looks their
     documents up, writes the enriched documents, and hands the enriched
     records to the writer with the events (a group of keys at a time), for the
@@ -43,20 +69,20 @@ class PublishEvents:
     from the same state.
     """
 
-    enriches: bool
+    outputs: EventOutputs
+    enriches: EnrichSpec | None
 
     def __call__(self, job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
         from pyspark import TaskContext
 
         context = TaskContext.get()
         assert context is not None, "PublishEvents runs in a Spark task"
-        config = job.config
         task = f"p{context.partitionId()}"
-        events = partition_events(config, rows, self.enriches)
+        events = partition_events(self.outputs, rows, self.enriches is not None)
         yield TaskOutput(task, events.records, events.counts)
-        if events.to_enrich:
-            retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-            for part in enrich(config, job.elasticsearch(), events.to_enrich, retry):
+        if events.to_enrich and self.enriches is not None:
+            spec = self.enriches
+            for part in enrich(spec, spec.es(), events.to_enrich, spec.retry()):
                 yield TaskOutput(task, part.records, part.counts)
 
 
@@ -69,7 +95,7 @@ class PartitionEvents:
     to_enrich: list[EnrichRequest]
 
 
-def partition_events(config: PipelineConfig, rows: pa.Table, enriches: bool) -> PartitionEvents:
+def partition_events(outputs: EventOutputs, rows: pa.Table, enriches: bool) -> PartitionEvents:
     """The counter's output rows as Kafka records (events, dead letters) and counts.
 
     ``enriches``: also the events whose keys the task enriches now; they are
@@ -77,16 +103,13 @@ def partition_events(config: PipelineConfig, rows: pa.Table, enriches: bool) -> 
     letter about one names no offset (-1).
     """
     topics = {
-        "ready": config.ready_topic,
-        "updated": config.updates_topic,
-        "incomplete": config.incomplete_topic,
-        "deleted": config.updates_topic,  # with the updates: the enriched document goes
+        "ready": outputs.ready,
+        "updated": outputs.updates,
+        "incomplete": outputs.incomplete,
+        "deleted": outputs.updates,  # with the updates: the enriched document goes
     }
-    enriched = {"ready", "updated", "deleted"} | (
-        {"incomplete"} if config.pipeline.on_timeout == "partial" else set()
-    )
-
-    resolution = int(config.pipeline.deadline_resolution * 1000)
+    enriched = {"ready", "updated", "deleted"} | ({"incomplete"} if outputs.partial else set())
+    resolution = outputs.deadline_resolution_ms
     out: list[OutRecord] = []
     to_enrich: list[EnrichRequest] = []
     kinds: Counter[str] = Counter()
@@ -111,7 +134,7 @@ def partition_events(config: PipelineConfig, rows: pa.Table, enriches: bool) -> 
                 raw.encode() if raw is not None else None,
                 key or None,
             )
-            out += dead_letter_records(config.dlq_topic, [letter], config.message_limit)
+            out += dead_letter_records(outputs.dlq, [letter], outputs.message_limit)
         elif kind not in ("new", "late"):
             value = event.encode()
             out.append((topics[kind], key, value))

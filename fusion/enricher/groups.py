@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from fusion.core.config import PipelineConfig
+from fusion.enricher.spec import EnrichSpec
 
 
 class GroupSizer:
@@ -25,9 +25,9 @@ class GroupSizer:
         self.worst = worst
 
     @classmethod
-    def of(cls, config: PipelineConfig) -> GroupSizer:
-        worst = float(len(config.sources) * config.max_record_bytes)
-        return cls(config.enriched_index, config.pipeline.task_chunk_bytes, worst)
+    def of(cls, spec: EnrichSpec) -> GroupSizer:
+        worst = float(len(spec.sources) * spec.max_record_bytes)
+        return cls(spec.enriched_index, spec.task_chunk_bytes, worst)
 
     def keys(self) -> int:
         per_key = self._ESTIMATES.get(self.name, self.worst)

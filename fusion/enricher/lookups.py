@@ -21,19 +21,19 @@ from typing import Any, TypeVar
 
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
-from fusion.core.config import RESERVED_FIELD, STORED_KEY, PipelineConfig
-from fusion.core.config_tables import SourceConfig
+from fusion.core.config import RESERVED_FIELD
 from fusion.elastic.bulk import ACCESS_DENIED
 from fusion.elastic.errors import IndexAccessError, IndexGoneError
 from fusion.elastic.retry import RetryPolicy, call_with_retries, index_gone, mget_docs
 from fusion.enricher.document import FoundDoc
+from fusion.enricher.spec import EnrichSpec, PartSource
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from indexers.records import is_tombstone
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 RowIds = Mapping[str, Mapping[str, str]]  # key -> dimension -> the id of the row it names
-Target = tuple[str, SourceConfig | None]  # a document's _id, and its source (None: enriched)
+Target = tuple[str, PartSource | None]  # a document's _id, and its source (None: enriched)
 # Where a key's enriched document is found: a name no source may have.
 WRITTEN = RESERVED_FIELD
 T = TypeVar("T")
@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 def fetch(
     es: Elasticsearch,
-    config: PipelineConfig,
+    spec: EnrichSpec,
     keys: Sequence[str],
     metrics: Metrics,
     retry: RetryPolicy | None = None,
@@ -57,27 +57,27 @@ def fetch(
     retry = retry or RetryPolicy()
     rows = rows or {}
     enriched: list[Target] = [(key, None) for key in keys] if written else []
-    targets = _wanted(config, keys, rows) + enriched
-    if config.pipeline.lookup == "per-source":
-        fetched = _per_source(es, config, targets, metrics, retry)
+    targets = _wanted(spec, keys, rows) + enriched
+    if spec.lookup == "per-source":
+        fetched = _per_source(es, spec, targets, metrics, retry)
     else:
-        fetched = _batched(es, config, targets, metrics, retry)
-    return _place(config, keys, rows, fetched)
+        fetched = _batched(es, spec, targets, metrics, retry)
+    return _place(spec, keys, rows, fetched)
 
 
-def _wanted(config: PipelineConfig, keys: Sequence[str], rows: RowIds) -> list[Target]:
+def _wanted(spec: EnrichSpec, keys: Sequence[str], rows: RowIds) -> list[Target]:
     """Each document to fetch once: (its _id, its source): a key's own sources' documents,
     and the distinct dimension rows the keys name."""
-    own = [s for s in config.sources if not s.dimension]
+    own = [s for s in spec.sources if not s.dimension]
     wanted: list[Target] = [(key, source) for key in keys for source in own]
     named = sorted({(dim, ref) for key in keys for dim, ref in rows.get(key, {}).items()})
-    return wanted + [(ref, config.source(dim)) for dim, ref in named]
+    return wanted + [(ref, spec.source(dim)) for dim, ref in named]
 
 
-def _place(config: PipelineConfig, keys: Sequence[str], rows: RowIds, fetched: Found) -> Found:
+def _place(spec: EnrichSpec, keys: Sequence[str], rows: RowIds, fetched: Found) -> Found:
     """``fetched`` (by _id, then source) as each key's documents: its own sources' (by the
     key), and the dimension rows it names (by their ids)."""
-    dimensions = set(config.dimensions)
+    dimensions = set(spec.dimensions)
     found: Found = {}
     for key in keys:
         found[key] = {n: d for n, d in fetched.get(key, {}).items() if n not in dimensions}
@@ -104,14 +104,14 @@ def _counted(
 
 def _per_source(
     es: Elasticsearch,
-    config: PipelineConfig,
+    spec: EnrichSpec,
     targets: Sequence[Target],
     metrics: Metrics,
     retry: RetryPolicy,
 ) -> Found:
     fetched: Found = {}
     for doc_id, source in targets:
-        index = _index(config, source)
+        index = _index(spec, source)
         get = partial(es.get, index=index, id=doc_id, source=source is not None)
         try:
             hit = _counted(get, f"GET {index}", metrics, retry, index)
@@ -119,28 +119,22 @@ def _per_source(
             if index_gone(exc):
                 raise IndexGoneError(index, f"GET: {exc.message}") from None
             continue  # the index is there, the document is not
-        _keep(config, fetched, doc_id, source, dict(hit))
+        _keep(fetched, doc_id, source, dict(hit))
     return fetched
 
 
-def _index(config: PipelineConfig, source: SourceConfig | None) -> str:
-    return config.enriched_index if source is None else config.index_of(source)
+def _index(spec: EnrichSpec, source: PartSource | None) -> str:
+    return spec.enriched_index if source is None else source.index
 
 
-def _keep(
-    config: PipelineConfig,
-    fetched: Found,
-    doc_id: str,
-    source: SourceConfig | None,
-    hit: Mapping[str, Any],
-) -> None:
+def _keep(fetched: Found, doc_id: str, source: PartSource | None, hit: Mapping[str, Any]) -> None:
     if source is None:
         fetched.setdefault(doc_id, {})[WRITTEN] = FoundDoc({}, hit["_version"])
     else:
-        fetched.setdefault(doc_id, {})[source.name] = _found(config, source, hit)
+        fetched.setdefault(doc_id, {})[source.name] = _found(source, hit)
 
 
-def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any]) -> FoundDoc:
+def _found(source: PartSource, hit: Mapping[str, Any]) -> FoundDoc:
     """A source document as the enriched one nests it: without what Fusion kept in it (the
     key, the rows it names, its record's Kafka timestamp, which is where its latency starts).
 
@@ -153,8 +147,8 @@ def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any])
     record_ms = at if isinstance(at, int) and not isinstance(at, bool) else None
     if is_tombstone(doc):
         return FoundDoc({}, hit["_version"], deleted=True, record_ms=record_ms)
-    kept = {"ts"} | ({"key"} if config.sort_field(source) == STORED_KEY else set())
-    kept |= {"refs"} if config.references_from(source.name) else set()
+    kept = {"ts"} | ({"key"} if source.stores_key else set())
+    kept |= {"refs"} if source.names_rows else set()
     if isinstance(own, dict) and kept & set(own):
         mine = {k: v for k, v in own.items() if k not in kept}
         doc = {k: v for k, v in doc.items() if k != RESERVED_FIELD} | (
@@ -165,26 +159,26 @@ def _found(config: PipelineConfig, source: SourceConfig, hit: Mapping[str, Any])
 
 def _batched(
     es: Elasticsearch,
-    config: PipelineConfig,
+    spec: EnrichSpec,
     targets: Sequence[Target],
     metrics: Metrics,
     retry: RetryPolicy,
 ) -> Found:
     fetched: Found = {}
-    for chunk in _chunks(targets, config.pipeline.mget_chunk):
-        docs = [_doc(config, doc_id, source) for doc_id, source in chunk]
+    for chunk in _chunks(targets, spec.mget_chunk):
+        docs = [_doc(spec, doc_id, source) for doc_id, source in chunk]
         indexes = ",".join(sorted({doc["_index"] for doc in docs}))
         hits = _counted(partial(mget, es, docs), "_mget", metrics, retry, indexes)
         for (doc_id, source), hit in zip(chunk, hits, strict=True):
             if hit.get("found"):
-                _keep(config, fetched, doc_id, source, dict(hit))
+                _keep(fetched, doc_id, source, dict(hit))
     return fetched
 
 
-def _doc(config: PipelineConfig, doc_id: str, source: SourceConfig | None) -> dict[str, Any]:
+def _doc(spec: EnrichSpec, doc_id: str, source: PartSource | None) -> dict[str, Any]:
     """One document of an ``_mget``; of a key's enriched document only its version is
     read, and its source (every part the key has) is not worth sending."""
-    doc: dict[str, Any] = {"_index": _index(config, source), "_id": doc_id}
+    doc: dict[str, Any] = {"_index": _index(spec, source), "_id": doc_id}
     return doc if source is not None else doc | {"_source": False}
 
 

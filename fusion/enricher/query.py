@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fusion.core.config import PipelineConfig
-from fusion.enricher.task import enrich_partition
+from fusion.enricher.spec import enrich_spec
+from fusion.enricher.task import EnrichPartition
 from fusion.observe.metrics import Metrics
 from fusion.spark import resume
 from fusion.spark.queries import read_kafka, start_foreach_batch
@@ -32,9 +33,10 @@ class EnrichBatch(BatchStage):
 
     def __init__(self, config: PipelineConfig, metrics: Metrics) -> None:
         super().__init__(config, metrics, "enricher", "enricher")
+        self.task_spec = enrich_spec(config)
 
     def work(self) -> Work:
-        return enrich_partition
+        return EnrichPartition(self.task_spec)
 
 
 def start_enricher(

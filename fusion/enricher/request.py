@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from fusion.core.config import PipelineConfig
 from fusion.core.events import DeadLetter, IncompleteEvent, ReadyEvent, RefPart
 
 EventPosition = tuple[str, int, int]  # topic, partition, offset
@@ -47,10 +46,10 @@ class EnrichRequest:
 
 
 def parse_event(
-    config: PipelineConfig, value: bytes | None, where: EventPosition
+    incomplete_topic: str, value: bytes | None, where: EventPosition
 ) -> EnrichRequest | DeadLetter:
     """The key an event of the ready, updates or incomplete topic asks for, or why not."""
-    partial = where[0] == config.incomplete_topic
+    partial = where[0] == incomplete_topic
     model: type[ReadyEvent | IncompleteEvent] = IncompleteEvent if partial else ReadyEvent
     try:
         event = model.model_validate_json(value or b"")

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 
 from elasticsearch import Elasticsearch
 
-from fusion.core.config import PipelineConfig
 from fusion.core.events import (
     DeadLetter,
     dead_letter_records,
@@ -44,6 +43,7 @@ from fusion.enricher.document import enriched_json, last_record_ms, missing_sour
 from fusion.enricher.groups import GroupSizer
 from fusion.enricher.latency import observe_latencies, sketch_apart
 from fusion.enricher.request import EnrichRequest, EventPosition, parse_event
+from fusion.enricher.spec import EnrichSpec
 from fusion.kafka.exactly_once import OutRecord
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
@@ -80,29 +80,33 @@ class Enrichment:
     counts: dict[str, int]
 
 
-def enrich_partition(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
-    """The task function of the enricher (steps 1-5 of the module docstring), a group at a time."""
-    events = list(
-        zip(
-            column(rows, "value"),
+@dataclass(frozen=True)
+class EnrichPartition:
+    """The enricher query's task function (steps 1-5 of the module docstring), a group at a
+    time; ``spec`` (:func:`fusion.enricher.spec.enrich_spec`) is what it knows of the pipeline."""
+
+    spec: EnrichSpec
+
+    def __call__(self, job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
+        events = list(
             zip(
-                column(rows, "topic"),
-                column(rows, "partition"),
-                column(rows, "offset"),
+                column(rows, "value"),
+                zip(
+                    column(rows, "topic"),
+                    column(rows, "partition"),
+                    column(rows, "offset"),
+                    strict=True,
+                ),
                 strict=True,
-            ),
-            strict=True,
+            )
         )
-    )
-    topic, partition, _ = events[0][1]
-    config = job.config
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-    for part in enrich_events(config, job.elasticsearch(), events, retry):
-        yield TaskOutput(f"{topic}-{partition}", part.records, part.counts)
+        topic, partition, _ = events[0][1]
+        for part in enrich_events(self.spec, self.spec.es(), events, self.spec.retry()):
+            yield TaskOutput(f"{topic}-{partition}", part.records, part.counts)
 
 
 def enrich_events(
-    config: PipelineConfig,
+    spec: EnrichSpec,
     es: Elasticsearch,
     events: Sequence[tuple[bytes | None, EventPosition]],
     retry: RetryPolicy,
@@ -111,16 +115,16 @@ def enrich_events(
     wanted: list[EnrichRequest] = []
     dead: list[DeadLetter] = []
     for value, where in events:
-        parsed = parse_event(config, value, where)
+        parsed = parse_event(spec.incomplete_topic, value, where)
         if isinstance(parsed, DeadLetter):
             dead.append(parsed)
         else:
             wanted.append(parsed)
-    return enrich(config, es, wanted, retry, dead)
+    return enrich(spec, es, wanted, retry, dead)
 
 
 def enrich(
-    config: PipelineConfig,
+    spec: EnrichSpec,
     es: Elasticsearch,
     events: Sequence[EnrichRequest],
     retry: RetryPolicy,
@@ -143,7 +147,7 @@ def enrich(
             # A complete enrichment supersedes a partial one of the same key.
             wanted[event.key] = event
     keys = list(wanted)
-    sizer = GroupSizer.of(config)
+    sizer = GroupSizer.of(spec)
     # The task's latencies in one sketch, handed on once: its bins stay within the sketch's
     # bound however many groups it had (a batch marker's size counts on it).
     latencies = Metrics()
@@ -152,7 +156,7 @@ def enrich(
         group = keys[start : start + sizer.keys()]
         start += len(group)
         metrics = Metrics()
-        done = _enrich_group(config, es, {key: wanted[key] for key in group}, retry, metrics)
+        done = _enrich_group(spec, es, {key: wanted[key] for key in group}, retry, metrics)
         sizer.observe(len(group), done.bytes)
         dead += done.dead
         bins, counts = sketch_apart(metrics.counts())
@@ -163,7 +167,7 @@ def enrich(
         names.ENRICHER_BATCHES: 1 if wanted else 0,
         names.ENRICHER_DLQ: len(dead),
     } | latencies.counts()
-    yield Enrichment(dead_letter_records(config.dlq_topic, dead, config.message_limit), counts)
+    yield Enrichment(dead_letter_records(spec.dlq_topic, dead, spec.message_limit), counts)
 
 
 @dataclass(frozen=True)
@@ -176,7 +180,7 @@ class _Group:
 
 
 def _enrich_group(
-    config: PipelineConfig,
+    spec: EnrichSpec,
     es: Elasticsearch,
     wanted: dict[str, EnrichRequest],
     retry: RetryPolicy,
@@ -186,19 +190,17 @@ def _enrich_group(
     rows = {key: want.row_ids() for key, want in wanted.items() if want.refs}
     # With dimensions, the version each key's enriched document has now: the next is above it.
     with metrics.timed(names.STAGE_ENRICH_LOOKUP):
-        found = lookups.fetch(
-            es, config, list(wanted), metrics, retry, rows, bool(config.dimensions)
-        )
+        found = lookups.fetch(es, spec, list(wanted), metrics, retry, rows, bool(spec.dimensions))
     crash_point("enricher.after_lookup")
     with metrics.timed(names.STAGE_ENRICH_BUILD):
-        enriched = _documents(config, wanted, found, dead, metrics)
-    target = Target(config.enriched_index, "enricher", None, config.pipeline.bulk_chunk, False)
+        enriched = _documents(spec, wanted, found, dead, metrics)
+    target = Target(spec.enriched_index, "enricher", None, spec.bulk_chunk, False)
     with metrics.timed(names.STAGE_ENRICH_WRITE):
         written = write_documents(es, target, enriched, retry, metrics)
     crash_point("enricher.after_write")
     observe_latencies(metrics, (item.record for item in written.confirmed))
     dead.extend(written.dead)
-    records, too_large = enriched_records(config, written.confirmed)
+    records, too_large = enriched_records(spec, written.confirmed)
     dead.extend(too_large)
     kinds = Counter(wanted[item.record.key].kind for item in written.confirmed)
     metrics.add_all(
@@ -218,7 +220,7 @@ def _enrich_group(
 
 
 def _documents(
-    config: PipelineConfig,
+    spec: EnrichSpec,
     wanted: dict[str, EnrichRequest],
     found: lookups.Found,
     dead: list[DeadLetter],
@@ -233,7 +235,7 @@ def _documents(
         current = docs.pop(lookups.WRITTEN, None)
         metrics.add(names.ENRICHER_DOCS_FETCHED, len(docs))
         before = current.version if current else None
-        version = next_version(docs, config.dimensions, want.changes, before)
+        version = next_version(docs, spec.dimensions, want.changes, before)
         last = last_record_ms(docs)
         if want.kind == "deleted":
             doc = EnrichedDoc(
@@ -244,21 +246,21 @@ def _documents(
         # A deleted row (the event says so, and its document is still gone) is missing too,
         # required or not; a required one missing otherwise means the store lost it.
         gone = missing_sources(docs, want.deleted)
-        missing = sorted({*missing_sources(docs, config.required_sources), *gone})
+        missing = sorted({*missing_sources(docs, spec.required), *gone})
         unexpected = [name for name in missing if name not in want.deleted]
-        if (unexpected and not want.partial) or len(missing) == len(config.sources):
-            gone = unexpected or list(config.source_names)
+        if (unexpected and not want.partial) or len(missing) == len(spec.sources):
+            gone = unexpected or list(spec.source_names)
             reason = f"{want.kind}, but Elasticsearch no longer has source(s) {gone} for key"
             dead.append(DeadLetter.of(reason, "enricher", None, want.where, want.original, key))
             continue
-        body = enriched_json(config.key_field, key, docs, want.fired_at, enriched_at, missing)
+        body = enriched_json(spec.key_field, key, docs, want.fired_at, enriched_at, missing)
         doc = EnrichedDoc(key, body, want.fired_at, want.where, want.original, version, False, last)
         enriched.append(doc)
     return enriched
 
 
 def enriched_records(
-    config: PipelineConfig, confirmed: list[Confirmed[EnrichedDoc]]
+    spec: EnrichSpec, confirmed: list[Confirmed[EnrichedDoc]]
 ) -> tuple[list[OutRecord], list[DeadLetter]]:
     """The enriched topic's records for documents Elasticsearch confirmed.
 
@@ -266,8 +268,8 @@ def enriched_records(
     is written to Elasticsearch all the same; on the topic it becomes a dead
     letter carrying the start of it (the pipeline goes on).
     """
-    topic = config.enriched_topic
-    limit = config.message_limit
+    topic = spec.enriched_topic
+    limit = spec.message_limit
     records: list[OutRecord] = []
     dead: list[DeadLetter] = []
     for item in confirmed:
@@ -282,7 +284,7 @@ def enriched_records(
             continue
         reason = (
             f"enriched document of {size} bytes exceeds the {limit}-byte message limit of "
-            f"{topic}; it is in {config.enriched_index}, not on the topic"
+            f"{topic}; it is in {spec.enriched_index}, not on the topic"
         )
         # where: the event that asked for it; original: the document itself (cut).
         dead.append(DeadLetter.of(reason, "enricher", None, item.record.where, value, key))

@@ -23,6 +23,7 @@ from fusion.counter.state import has_state, key_state
 from fusion.elastic import client as es_client
 from fusion.enricher import lookups
 from fusion.enricher.document import FoundDoc
+from fusion.enricher.spec import enrich_spec
 from fusion.observe.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def gather(spark: SparkSession, config: PipelineConfig, key: str) -> Evidence:
     state, ttl = found if found is not None else (None, None)
     # A dimension's row is looked up by the id the key's slot holds (docs/dimensions.md).
     rows = {name: s.ref for name, s in (state.seen.items() if state else ()) if s.ref}
-    docs = lookups.fetch(es, config, [key], Metrics(), rows={key: rows})[key]
+    docs = lookups.fetch(es, enrich_spec(config), [key], Metrics(), rows={key: rows})[key]
     try:
         enriched = es.get(index=config.enriched_index, id=key)["_source"]
     except NotFoundError:

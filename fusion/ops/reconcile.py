@@ -47,6 +47,7 @@ from fusion.core.faults import crash_point
 from fusion.elastic import scan
 from fusion.elastic.retry import RetryPolicy, call_with_retries
 from fusion.enricher.lookups import mget
+from fusion.enricher.spec import EnrichSpec, enrich_spec
 from fusion.enricher.task import enrich_events
 from fusion.observe import names
 from fusion.observe.figures import Figures
@@ -127,13 +128,14 @@ def reconcile(
     else:
         report.resumed = True
     report.slices = plan["slices"]
-    job = Job(config, STAGE, STAGE, query=plan["run"], batch_id=0)
+    job = Job(STAGE, STAGE, plan["run"], 0, config.pipeline.task_chunk_bytes)
     spec = writer_spec(config, job, fault_settings(spark))
     done = _committed(spark, spec, plan)
     report.slices_skipped = len(done)
     todo = [n for n in range(plan["slices"]) if n not in done]
     if todo:
-        _add(report, _run_slices(spark, job, spec, plan, todo))
+        work = ScanAndEnrich(enrich_spec(config))
+        _add(report, _run_slices(spark, (job, work), spec, plan, todo))
     if progress:
         progress(report)
     # Kept for the record; only plan.json makes the next run resume.
@@ -159,14 +161,18 @@ def _committed(spark: SparkSession, spec: str, plan: Mapping[str, Any]) -> set[i
 
 
 def _run_slices(
-    spark: SparkSession, job: Job, spec: str, plan: Mapping[str, Any], todo: list[int]
+    spark: SparkSession,
+    task: tuple[Job, ScanAndEnrich],
+    spec: str,
+    plan: Mapping[str, Any],
+    todo: list[int],
 ) -> dict[str, int]:
     """A Spark task per slice (one slice per partition); the tasks' counts added up."""
     rows = [(n, plan["slices"], plan["started_at"]) for n in todo]
     slices = spark.createDataFrame(
         spark.sparkContext.parallelize(rows, len(rows)), "slice INT, slices INT, started_at STRING"
     )
-    output = slices.mapInArrow(partition_function(job, scan_and_enrich), OUTPUT_SCHEMA)
+    output = slices.mapInArrow(partition_function(*task), OUTPUT_SCHEMA)
     writer = spark._jvm.fusion.output.TransactionalWriter  # type: ignore[union-attr]
     counts: dict[str, int] = {}
     for row in task_counts(writer.publish(output._jdf, spec)):
@@ -185,30 +191,34 @@ def _add(report: Report, counts: Mapping[str, int]) -> None:
     report.es_retries += figures.es_retries
 
 
-def scan_and_enrich(job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
+@dataclass(frozen=True)
+class ScanAndEnrich:
     """Task function: scan one slice, enrich what needs it, a page at a time."""
-    config = job.config
-    es = job.elasticsearch()
-    retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
-    for n, slices, started_at in zip(
-        *(column(rows, name) for name in ("slice", "slices", "started_at")), strict=True
-    ):
-        task = _slice_task(n)
-        retries = Metrics()
-        for ids in _pages(es, config, (n, slices), retry):
-            keys, counts = _to_enrich(es, config, ids, (retry, retries), started_at)
-            events = [
-                (_ready(config, key, started_at), (STAGE, n, i)) for i, key in enumerate(keys)
-            ]
-            yield TaskOutput(task, (), counts)
-            for part in enrich_events(config, es, events, retry):
-                yield TaskOutput(task, part.records, part.counts)
-        yield TaskOutput(task, (), {names.ES_RETRIES: retries.get(names.ES_RETRIES)})
+
+    spec: EnrichSpec
+
+    def __call__(self, job: Job, rows: pa.Table) -> Iterator[TaskOutput]:
+        spec = self.spec
+        es, retry = spec.es(), spec.retry()
+        for n, slices, started_at in zip(
+            *(column(rows, name) for name in ("slice", "slices", "started_at")), strict=True
+        ):
+            task = _slice_task(n)
+            retries = Metrics()
+            for ids in _pages(es, spec, (n, slices), retry):
+                keys, counts = _to_enrich(es, spec, ids, (retry, retries), started_at)
+                events = [
+                    (_ready(spec, key, started_at), (STAGE, n, i)) for i, key in enumerate(keys)
+                ]
+                yield TaskOutput(task, (), counts)
+                for part in enrich_events(spec, es, events, retry):
+                    yield TaskOutput(task, part.records, part.counts)
+            yield TaskOutput(task, (), {names.ES_RETRIES: retries.get(names.ES_RETRIES)})
 
 
 def _to_enrich(
     es: Elasticsearch,
-    config: PipelineConfig,
+    spec: EnrichSpec,
     ids: list[str],
     retrying: tuple[RetryPolicy, Metrics],
     run_started_at: str,
@@ -220,8 +230,8 @@ def _to_enrich(
     records were published, and a resumed run redoes such a slice whole.
     """
     # Every source, then the enriched document ("" names it) of each key.
-    targets = [(config.index_of(s), s.name) for s in config.sources]
-    targets.append((config.enriched_index, ""))
+    targets = [(s.index, s.name) for s in spec.sources]
+    targets.append((spec.enriched_index, ""))
     fields = {"": [f"{RESERVED_FIELD}.fired_at"]}  # and a source's tombstone mark
     docs = [
         {"_index": index, "_id": key, "_source": fields.get(name, [f"{RESERVED_FIELD}.deleted"])}
@@ -243,10 +253,10 @@ def _to_enrich(
         if _fired_at(row[-1]) == run_started_at:
             enriched = None  # written by this run, maybe never published
         gone = {name for (_, name), hit in zip(targets, row, strict=True) if _tombstone(hit)}
-        complete = all(n in versions and n not in gone for n in config.required_sources)
+        complete = all(n in versions and n not in gone for n in spec.required)
         counts[SCANNED] += 1
         counts[COMPLETE] += complete
-        if needs_enrichment(config.required_sources, versions, enriched, gone):
+        if needs_enrichment(spec.required, versions, enriched, gone):
             keys.append(key)
             counts[PLANNED] += 1
         elif complete:
@@ -265,20 +275,19 @@ def _fired_at(hit: Mapping[str, Any]) -> str | None:
 
 
 def _pages(
-    es: Elasticsearch, config: PipelineConfig, part: tuple[int, int], retry: RetryPolicy
+    es: Elasticsearch, spec: EnrichSpec, part: tuple[int, int], retry: RetryPolicy
 ) -> Iterator[list[str]]:
     """The ids of one slice of the first required source's index, a page at a time, in key order.
 
     ``part``: (slice, slices), Elasticsearch's sliced search.
     """
-    first = config.source(config.required_sources[0])
-    index = config.index_of(first)
-    for hits in scan.pages(es, index, config.sort_field(first), part, retry):
+    first = spec.source(spec.required[0])
+    for hits in scan.pages(es, first.index, first.sort_field, part, retry):
         yield [hit["_id"] for hit in hits]
 
 
-def _ready(config: PipelineConfig, key: str, at: str) -> bytes:
-    sources = list(config.source_names)
+def _ready(spec: EnrichSpec, key: str, at: str) -> bytes:
+    sources = list(spec.source_names)
     return ReadyEvent(key=key, sources=sources, first_ack_at=at, fired_at=at).to_bytes()
 
 

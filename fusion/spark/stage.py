@@ -86,7 +86,8 @@ class BatchStage:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         files = CheckpointFiles(batch.sparkSession, self.config.checkpoint(self.name))
         query = self._query_id(files)
-        job = tasks.Job(self.config, self.name, self.crash_prefix, query, batch_id)
+        chunk_bytes = self.config.pipeline.task_chunk_bytes
+        job = tasks.Job(self.name, self.crash_prefix, query, batch_id, chunk_bytes)
         lost = self._lost(files, batch_id)  # before the tasks read: what they cannot
         try:
             rows = self.run(batch, job)

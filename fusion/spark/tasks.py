@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from fusion.core.config import PipelineConfig
 from fusion.core.settings import ElasticsearchSettings
 from fusion.elastic import client as es_client
 
@@ -56,16 +55,19 @@ _ES: dict[str, Elasticsearch] = {}
 
 @dataclass(frozen=True)
 class Job:
-    """What every task of one stage's micro-batch needs: shipped to the executors with it."""
+    """Which micro-batch of which stage a task belongs to, shipped to the executors with it.
 
-    config: PipelineConfig
+    What a task knows of the pipeline is its own slice, carried by its task
+    function (:class:`indexers.spec.IndexSpec`, :class:`fusion.enricher.spec.EnrichSpec`).
+    """
+
     stage: str  # the query's name within the pipeline: indexers, counter, enricher, ...
     crash_prefix: str  # the stage's crash-point prefix: indexer, counter, enricher, naive
     query: str  # the query id from the checkpoint: markers of another checkpoint do not count
     batch_id: int
-
-    def elasticsearch(self) -> Elasticsearch:
-        return elasticsearch(self.config.elasticsearch)
+    chunk_bytes: (
+        int  # a task's input, taken this many bytes at a time ([pipeline] task_chunk_bytes)
+    )
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,8 @@ def partition_function(
         # One chunk at a time: the task holds a chunk's records and what they
         # bring, not its partition's. The writer still publishes every chunk's
         # output in the task's one transaction (it adds the counts up).
-        budget = arrow_batch_bytes(job.config.pipeline.task_chunk_bytes)
-        for chunk in byte_chunks(batches, job.config.pipeline.task_chunk_bytes):
+        budget = arrow_batch_bytes(job.chunk_bytes)
+        for chunk in byte_chunks(batches, job.chunk_bytes):
             done = work(job, pa.Table.from_batches(chunk))
             for output in [done] if isinstance(done, TaskOutput) else done:
                 yield from arrow_slices(make_batch(output), budget)

@@ -23,6 +23,7 @@ from fusion.elastic.bulk import Target, write_documents
 from fusion.elastic.errors import IndexBlockedError, IndexGoneError
 from fusion.elastic.retry import RetryPolicy
 from fusion.enricher import lookups
+from fusion.enricher.spec import enrich_spec
 from fusion.observe.metrics import Metrics
 from fusion.observe.names import ES_RETRIES
 from tests.integration.pipelines import make_config
@@ -103,7 +104,7 @@ def test_a_lookup_in_an_index_that_is_gone_stops_in_both_modes(
     metrics = Metrics()
 
     with pytest.raises(IndexGoneError) as raised:
-        lookups.fetch(es, config, ["K1"], metrics, RetryPolicy(budget_seconds=60))
+        lookups.fetch(es, enrich_spec(config), ["K1"], metrics, RetryPolicy(budget_seconds=60))
 
     assert f"index {config.index_of(config.source('a'))} does not exist" in str(raised.value)
     assert metrics.get(ES_RETRIES) == 0, "not retried as if it were transient"

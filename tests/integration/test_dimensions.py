@@ -153,7 +153,7 @@ def test_status_names_the_oldest_change_whose_fan_out_waits(
             FanoutRequest(dimension="brand", id=b, version=1, digest="d", requested_at=at)
             for b, at in zip("ABC", times, strict=True)
         ]
-        produce(config, request_records(config, requests))
+        produce(config, request_records(config.fanout_topic, requests))
         # No query worked any of them: the oldest is the 10:01 change, whichever partition.
         assert oldest_pending(config, stage_markers(config, inputs)) == times[1]
         no_dimensions = config.model_copy(update={"sources": config.sources[:2]})

@@ -115,7 +115,7 @@ def _committed_slices(spark: Any, config: PipelineConfig) -> int:
     """
     plan_file = Path(urlparse(config.checkpoint(STAGE)).path) / "plan.json"
     plan = json.loads(plan_file.read_text())
-    spec = writer_spec(config, Job(config, STAGE, STAGE, query=plan["run"], batch_id=0), {})
+    spec = writer_spec(config, Job(STAGE, STAGE, plan["run"], 0, 1 << 20), {})
     writer = spark._jvm.fusion.output.TransactionalWriter
     queries = [writer.committedQuery(spec, f"slice-{n}") for n in range(plan["slices"])]
     return sum(query == plan["run"] for query in queries)

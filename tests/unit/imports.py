@@ -12,12 +12,28 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def surface(init: Path, package: str) -> dict[str, str]:
+    """The names a package's ``__init__`` hands on, each with the module it comes from
+    (its ``_WHERE``, :mod:`fusion.core.surface`); empty for a package without one."""
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "_WHERE" for t in node.targets
+        ):
+            where: dict[str, tuple[str, ...]] = ast.literal_eval(node.value)
+            return {n: f"{package}.{module}" for module, names in where.items() for n in names}
+    return {}
+
+
 def imports(path: Path, modules: set[str], load_time: bool = False) -> set[str]:
     """The ``modules`` that ``path`` imports, but for type checking only.
 
-    ``from package import name`` counts as ``package`` and ``package.name``;
-    ``load_time``: only what it imports as it loads, not inside functions.
+    ``from package import name`` counts as ``package`` and the module ``name``
+    comes from: ``package.name`` for a submodule, the module the package's
+    surface names for a name it hands on (imported when first used, but a
+    dependency all the same); ``load_time``: only what it imports as it loads,
+    not inside functions.
     """
+    root = next(p for p in path.parents if not (p / "__init__.py").is_file())
     found: set[str] = set()
     todo: list[ast.AST] = [ast.parse(path.read_text())]
     while todo:
@@ -31,6 +47,13 @@ def imports(path: Path, modules: set[str], load_time: bool = False) -> set[str]:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            names = [node.module] + [_source(root, node.module, a.name) for a in node.names]
         found |= {name for name in names if name in modules}
     return found
+
+
+def _source(root: Path, module: str, name: str) -> str:
+    """The module ``from module import name`` takes ``name`` from."""
+    init = root / module.replace(".", "/") / "__init__.py"
+    handed_on = surface(init, module) if init.is_file() else {}
+    return handed_on.get(name, f"{module}.{name}")

@@ -22,6 +22,7 @@ from fusion.kafka import topics as kafka_topics
 from fusion.spark.jvm_writer import task_counts, writer_spec
 from fusion.spark.tasks import OUTPUT_SCHEMA, Job, output_columns
 from indexers.records import RawRecord
+from indexers.spec import index_spec
 from indexers.task import index_records
 from tests.integration.pipelines import drop, make_config, read_topic
 
@@ -45,22 +46,22 @@ def config(settings: Settings, tmp_path: Path) -> Iterator[PipelineConfig]:
 
 def _job(config: PipelineConfig, query: str, batch_id: int) -> Job:
     """What the driver ships with batch ``batch_id`` of query ``query`` (a checkpoint's id)."""
-    return Job(config, "indexer-billing", "indexer", query, batch_id)
+    return Job("indexer-billing", "indexer", query, batch_id, config.pipeline.task_chunk_bytes)
 
 
 def _raw(value: bytes, offset: int) -> RawRecord:
     return RawRecord(value, "billing-topic", 0, offset)
 
 
-def _index(spark: Any, job: Job, raws: list[RawRecord]) -> dict[str, int]:
+def _index(spark: Any, config: PipelineConfig, job: Job, raws: list[RawRecord]) -> dict[str, int]:
     """Index ``raws`` as one task of ``job``, publish its output as the executor does; counts."""
-    columns = output_columns(index_records(job, "billing", raws))
+    columns = output_columns(index_records(index_spec(config, ["billing"]), "billing", raws))
     rows = list(zip(*columns.values(), strict=True))
     # One Spark partition, as the task's rows are: the writer publishes per partition.
     output = spark.createDataFrame(rows, OUTPUT_SCHEMA).coalesce(1)
     writer = spark._jvm.fusion.output.TransactionalWriter
     counts: dict[str, int] = {}
-    for row in task_counts(writer.publish(output._jdf, writer_spec(job.config, job, {}))):
+    for row in task_counts(writer.publish(output._jdf, writer_spec(config, job, {}))):
         counts[row.name] = counts.get(row.name, 0) + row.value
     return counts
 
@@ -70,6 +71,7 @@ def test_only_confirmed_documents_are_acked_and_mapping_conflicts_go_to_the_dlq(
 ) -> None:
     _index(
         spark,
+        config,
         _job(config, str(uuid.uuid4()), 0),
         [
             _raw(b'{"entity_id": "A", "amount": 1.5}', 1),
@@ -111,7 +113,7 @@ def test_an_acked_document_is_searchable_when_its_ack_is_read_whatever_the_refre
             == "30s"
         )
         records = [_raw(b'{"entity_id": "S%d", "amount": %d}' % (n, n), n) for n in range(5)]
-        _index(spark, _job(config, str(uuid.uuid4()), 0), records)
+        _index(spark, config, _job(config, str(uuid.uuid4()), 0), records)
 
         acks = read_topic(settings, config.acks_topic)
         assert sorted(key for key, _ in acks) == [f"S{n}" for n in range(5)]
@@ -130,13 +132,13 @@ def test_replays_are_idempotent_and_older_data_never_overwrites_newer(
     newer: list[Any] = [_raw(b'{"entity_id": "R", "amount": 9.0}', 7)]
     older: list[Any] = [_raw(b'{"entity_id": "R", "amount": 1.0}', 5)]
 
-    first = _index(spark, _job(config, query, 0), newer)
+    first = _index(spark, config, _job(config, query, 0), newer)
     # Spark replaying batch 0 in a new executor: its writer reads the marker from Kafka
     # (not from the writer cached here), finds the batch committed, writes nothing.
     spark._jvm.fusion.output.TransactionalWriter.closeAll()
-    replay = _index(spark, _job(config, query, 0), newer)
-    later = _index(spark, _job(config, query, 1), newer)  # same version, rewritten
-    stale = _index(spark, _job(config, query, 2), older)  # older, after the newer
+    replay = _index(spark, config, _job(config, query, 0), newer)
+    later = _index(spark, config, _job(config, query, 1), newer)  # same version, rewritten
+    stale = _index(spark, config, _job(config, query, 2), older)  # older, after the newer
 
     es = es_client.connect(config.elasticsearch)
     doc = es.get(index=config.index_of(config.source("billing")), id="R")

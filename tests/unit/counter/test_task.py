@@ -9,7 +9,7 @@ import pyarrow as pa
 from fusion.core.config import PipelineConfig
 from fusion.counter import clock
 from fusion.counter.rows import OUTPUT_COLUMNS
-from fusion.counter.task import partition_events
+from fusion.counter.task import EventOutputs, partition_events
 from fusion.observe import names
 from fusion.spark.tasks import attributed
 
@@ -48,7 +48,7 @@ def test_each_kind_of_row_becomes_its_record_or_count() -> None:
         },
     )
 
-    decided = partition_events(CONFIG, rows, enriches=True)
+    decided = partition_events(EventOutputs.of(CONFIG), rows, enriches=True)
 
     topics = [topic for topic, _, _ in decided.records]
     assert topics == [CONFIG.ready_topic, CONFIG.dlq_topic]

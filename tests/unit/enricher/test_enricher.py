@@ -3,6 +3,7 @@ from __future__ import annotations
 import copy
 
 from fusion.enricher.document import FoundDoc, build_enriched, missing_sources
+from fusion.enricher.spec import enrich_spec
 
 
 def test_enriched_document_shape() -> None:
@@ -65,8 +66,8 @@ def test_the_key_a_source_document_keeps_is_not_nested_in_the_enriched_one() -> 
         }
     )
     stored = {"_source": {"total": 3, "fusion": {"key": "K1"}}, "_version": 4}
-    assert _found(config, config.sources[1], stored).source == {"total": 3}
+    assert _found(enrich_spec(config).sources[1], stored).source == {"total": 3}
     mine = {"_source": {"total": 3, "fusion": {"key": "K1", "x": 1}}, "_version": 4}
-    assert _found(config, config.sources[1], mine).source == {"total": 3, "fusion": {"x": 1}}
+    assert _found(enrich_spec(config).sources[1], mine).source == {"total": 3, "fusion": {"x": 1}}
     # A source keyed by a top-level field keeps what it holds, its own "fusion" too.
-    assert _found(config, config.sources[0], mine).source == mine["_source"]
+    assert _found(enrich_spec(config).sources[0], mine).source == mine["_source"]

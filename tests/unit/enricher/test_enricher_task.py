@@ -12,6 +12,7 @@ from fusion.core.events import DeadLetter, dumps, iso_from_ms
 from fusion.elastic.bulk import Confirmed
 from fusion.enricher.groups import GroupSizer
 from fusion.enricher.request import EnrichRequest, parse_event
+from fusion.enricher.spec import enrich_spec
 from fusion.enricher.task import EnrichedDoc, enriched_records
 
 CONFIG = PipelineConfig.model_validate(
@@ -27,7 +28,7 @@ GOOD = {"key": "K1", "sources": ["a", "b"], "first_ack_at": "2026-01-01T00:00:00
 def test_a_ready_event_as_fusion_writes_it_is_read() -> None:
     event = GOOD | {"fired_at": "2026-01-01T00:00:01.5Z"}
 
-    wanted = parse_event(CONFIG, json.dumps(event).encode(), WHERE)
+    wanted = parse_event(CONFIG.incomplete_topic, json.dumps(event).encode(), WHERE)
 
     assert (
         isinstance(wanted, EnrichRequest)
@@ -44,7 +45,7 @@ def test_a_timestamp_elasticsearch_takes_but_fusion_cannot_use_is_a_dead_letter(
 ) -> None:
     value = json.dumps(GOOD | {"fired_at": fired_at}).encode()
 
-    letter = parse_event(CONFIG, value, WHERE)
+    letter = parse_event(CONFIG.incomplete_topic, value, WHERE)
 
     assert isinstance(letter, DeadLetter)
     assert letter.reason.startswith("malformed ready event: fired_at: ")
@@ -67,7 +68,7 @@ def test_an_enriched_document_too_large_for_a_message_becomes_a_dead_letter() ->
     # message_limit: three records of 10,000 bytes plus 64 KiB of headroom.
     small, large = _confirmed("K1", 1_000), _confirmed("K2", CONFIG.message_limit)
 
-    records, dead = enriched_records(CONFIG, [small, large])
+    records, dead = enriched_records(enrich_spec(CONFIG), [small, large])
 
     assert [key for _, key, _ in records] == ["K1"]
     (letter,) = dead
@@ -80,7 +81,7 @@ def test_groups_of_keys_are_sized_by_what_their_documents_weighed() -> None:
     config = CONFIG.model_copy(
         update={"pipeline": CONFIG.pipeline.model_copy(update={"task_chunk_bytes": 100_000})}
     )
-    sizer = GroupSizer.of(config)
+    sizer = GroupSizer.of(enrich_spec(config))
     sizer.name = "test-groups"  # its own estimate, whatever ran in this process before
     # Nothing seen yet: every source could be max_record_bytes (2 x 10,000 here).
     assert sizer.keys() == 5
@@ -110,7 +111,8 @@ def test_a_keys_latency_starts_at_its_latest_parts_record_and_the_document_says_
         "a": {"_source": {"id": "k", "x": 1, "fusion": {"ts": now_ms - 9_000}}, "_version": 3},
         "b": {"_source": {"id": "k", "y": 2, "fusion": {"ts": now_ms - 4_000}}, "_version": 5},
     }
-    found = {name: _found(config, config.source(name), hit) for name, hit in hits.items()}
+    spec = enrich_spec(config)
+    found = {name: _found(spec.source(name), hit) for name, hit in hits.items()}
 
     doc = build_enriched("id", "k", found, "2026-11-27T10:00:00Z", "2026-11-27T10:00:01Z")
     metrics = Metrics()

@@ -10,6 +10,7 @@ import pytest
 
 from fusion.core.config import PipelineConfig
 from fusion.enricher import lookups
+from fusion.enricher.spec import enrich_spec
 from fusion.observe.metrics import Metrics
 
 CATALOG = """
@@ -60,7 +61,7 @@ def test_the_enriched_document_is_read_for_its_version_only(tmp_path: Path, look
     es = Recording()
     rows = {"K1": {"brand": "A"}, "K2": {"brand": "A"}}
 
-    found = lookups.fetch(es, config, ["K1", "K2"], Metrics(), rows=rows, written=True)  # type: ignore[arg-type]
+    found = lookups.fetch(es, enrich_spec(config), ["K1", "K2"], Metrics(), rows=rows, written=True)  # type: ignore[arg-type]
 
     enriched = [doc for doc in es.asked if doc["_index"] == config.enriched_index]
     assert sorted(doc["_id"] for doc in enriched) == ["K1", "K2"]

@@ -11,9 +11,11 @@ from fusion.core.config import PipelineConfig
 from fusion.elastic.bulk import Confirmed
 from fusion.enricher.document import FoundDoc
 from fusion.enricher.lookups import _place, _wanted
+from fusion.enricher.spec import enrich_spec
 from indexers.dimensions import Row, record_content, slot_acks, slot_digest, wanted_rows
 from indexers.fanout import newest_per_row, requests_for, worth_a_fanout
 from indexers.records import RawRecord, SourceRecord, parse
+from indexers.spec import index_spec
 from indexers.task import with_refs
 from tests.unit.core.test_config_dimensions import ITEMS, _load
 
@@ -31,6 +33,11 @@ def _item(config: PipelineConfig, offset: int, row: dict[str, object]) -> Source
     return with_refs(parsed, config.references_from("item"))
 
 
+def _indexes(config: PipelineConfig) -> dict[str, str]:
+    """Each source's index: where slot acks say the row is."""
+    return dict(index_spec(config, []).indexes)
+
+
 def _confirmed(record: SourceRecord) -> Confirmed[SourceRecord]:
     return Confirmed(record, "catalog-item", 1, 1, record.version)
 
@@ -43,7 +50,8 @@ def test_an_item_keeps_the_ids_it_names_and_gets_a_slot_ack_per_dimension(tmp_pa
     assert wanted_rows([item]) == [("brand", "17")]
 
     rows = {("brand", "17"): Row(42, "d42", 5, 1)}
-    brand, tax = slot_acks(config, config.references_from("item"), [_confirmed(item)], rows, AT)
+    refs = config.references_from("item")
+    brand, tax = slot_acks(_indexes(config), refs, [_confirmed(item)], rows, AT)
 
     assert (brand.key, brand.source, brand.version) == ("7", "brand", 10)
     assert (brand.ref, brand.ref_version, brand.deleted) == ("17", 42, False)
@@ -56,10 +64,10 @@ def test_a_row_not_there_or_deleted_is_an_empty_slot_with_its_id(tmp_path: Path)
     config = _config(tmp_path)
     item = _item(config, 9, {"id": 7, "brand_id": "17"})
     refs = config.references_from("item")[:1]
-    (missing,) = slot_acks(config, refs, [_confirmed(item)], {}, AT)
+    (missing,) = slot_acks(_indexes(config), refs, [_confirmed(item)], {}, AT)
     assert (missing.ref, missing.ref_version, missing.deleted) == ("17", 0, True)
     tombstone = {("brand", "17"): Row(50, None)}
-    (gone,) = slot_acks(config, refs, [_confirmed(item)], tombstone, AT)
+    (gone,) = slot_acks(_indexes(config), refs, [_confirmed(item)], tombstone, AT)
     assert (gone.ref, gone.ref_version, gone.deleted) == ("17", 50, True)
 
 
@@ -89,14 +97,14 @@ def test_the_enricher_fetches_each_named_row_once_and_gives_it_to_every_key(
 ) -> None:
     config = _config(tmp_path)
     rows = {"7": {"brand": "17"}, "8": {"brand": "17"}, "9": {}}
-    wanted = _wanted(config, ["7", "8", "9"], rows)
+    wanted = _wanted(enrich_spec(config), ["7", "8", "9"], rows)
     assert [(i, s.name) for i, s in wanted if s.dimension] == [("17", "brand")]
     assert len(wanted) == 3 * 2 + 1  # each key's item and inventory, brand 17 once
     fetched = {
         "7": {"item": FoundDoc({"id": 7}, 10)},
         "17": {"brand": FoundDoc({"name": "ACME"}, 42), "item": FoundDoc({"id": 17}, 3)},
     }
-    found = _place(config, ["7", "8", "17"], rows | {"17": {}}, fetched)
+    found = _place(enrich_spec(config), ["7", "8", "17"], rows | {"17": {}}, fetched)
     assert found["7"]["brand"].source == {"name": "ACME"} and found["8"]["brand"].version == 42
     assert "brand" not in found["17"], "a row is no part of a key of the same text"
     assert found["17"]["item"].version == 3

@@ -4,7 +4,7 @@ the fan-out topic's task a page per request (pure: the search stands in for Elas
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,10 +13,10 @@ from acks.fanout import FanoutRequest
 from fusion.elastic.bulk import Confirmed
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
-from fusion.spark.tasks import Job
 from indexers.fanout import work_pages
 from indexers.fanout_first import first_pages
 from indexers.records import SourceRecord
+from indexers.spec import IndexSpec, index_spec
 from tests.unit.core.test_config_dimensions import ITEMS, _load
 
 NAMING = {"A": [f"i{n:02d}" for n in range(7)], "B": ["j1", "j2", "j3"], "C": ["k1"], "D": []}
@@ -41,17 +41,18 @@ class _Items:
 
 
 @dataclass(frozen=True)
-class _Job(Job):
+class _Spec(IndexSpec):
     items: _Items
 
-    def elasticsearch(self) -> Any:
+    def es(self) -> Any:
         return self.items
 
 
-def _job(tmp_path: Path, page: int) -> _Job:
+def _spec(tmp_path: Path, page: int) -> _Spec:
     pipeline = ITEMS.replace("[pipeline]", f"[pipeline]\nfanout_page = {page}")
     config = _load(tmp_path, pipeline)
-    return _Job(config, "single", "indexer", "q", 1, _Items())
+    spec = index_spec(config, config.source_names)
+    return _Spec(**{f.name: getattr(spec, f.name) for f in fields(spec)}, items=_Items())
 
 
 def _requests(*rows: str) -> list[tuple[FanoutRequest, Any]]:
@@ -64,9 +65,9 @@ def _requests(*rows: str) -> list[tuple[FanoutRequest, Any]]:
 
 
 def test_the_fanout_topics_task_gives_each_request_a_page_of_its_own(tmp_path: Path) -> None:
-    job = _job(tmp_path, page=2)
+    spec = _spec(tmp_path, page=2)
 
-    pages = work_pages(job, [(r, where, 2) for r, where in _requests("A", "C")], Metrics())
+    pages = work_pages(spec, [(r, where, 2) for r, where in _requests("A", "C")], Metrics())
 
     assert [a.key for a in pages.acks] == ["i00", "i01", "k1"]
     assert [(r.id, r.after) for r in pages.again] == [("A", ["i01"])]
@@ -75,20 +76,20 @@ def test_the_fanout_topics_task_gives_each_request_a_page_of_its_own(tmp_path: P
 def test_a_dimensions_task_does_the_fan_outs_that_fit_and_asks_the_topic_for_the_rest(
     tmp_path: Path,
 ) -> None:
-    job = _job(tmp_path, page=8)
+    spec = _spec(tmp_path, page=8)
     rows = [
         Confirmed(SourceRecord(r, {"id": r}, "catalog.brand", 0, n, b"", "d"), "b", 1, 1, n + 1)
         for n, r in enumerate("ABCD")
     ]
     metrics = Metrics()
 
-    out = first_pages(job, "brand", rows, metrics)
+    out = first_pages(spec, "brand", rows, metrics)
 
     # A's 7 keys fit the page of 8, B's 3 no longer do, C's 1 does; D names no key: no search.
-    told = [json.loads(v)["key"] for t, _, v in out if t == job.config.slots_topic]
-    asked = [FanoutRequest.from_bytes(v) for t, _, v in out if t == job.config.fanout_topic]
+    told = [json.loads(v)["key"] for t, _, v in out if t == spec.outputs.slots]
+    asked = [FanoutRequest.from_bytes(v) for t, _, v in out if t == spec.outputs.fanout]
     assert told == [*NAMING["A"], "k1"]
     assert [(r.id, r.after) for r in asked] == [("B", None)]
-    assert job.items.searches == 3  # the count, then A's page and C's
+    assert spec.items.searches == 3  # the count, then A's page and C's
     assert metrics.get(names.FANOUT_ASKED) == 4 and metrics.get(names.FANOUT_DONE) == 3
     assert metrics.get(names.FANOUT_REQUESTS) == 3  # B waits on the topic: one pending

@@ -30,7 +30,7 @@ def test_a_task_works_chunk_by_chunk_and_returns_each_chunks_output() -> None:
             "sources": [{"name": "a"}, {"name": "b"}],
         }
     )
-    job = Job(config, "indexers", "indexer", "q", 0)
+    job = Job("indexers", "indexer", "q", 0, config.pipeline.task_chunk_bytes)
     seen: list[int] = []
 
     def work(job: Job, table: Any) -> TaskOutput:
@@ -53,7 +53,7 @@ def test_a_tasks_output_goes_back_in_arrow_batches_of_a_quarter_chunk() -> None:
             "sources": [{"name": "a"}, {"name": "b"}],
         }
     )
-    job = Job(config, "indexers", "indexer", "q", 0)
+    job = Job("indexers", "indexer", "q", 0, config.pipeline.task_chunk_bytes)
 
     def work(job: Job, table: Any) -> TaskOutput:
         return TaskOutput("t-0", [("out", "k", b"v" * 1000)] * 60, {"rows": table.num_rows})

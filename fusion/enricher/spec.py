@@ -1,0 +1,113 @@
+"""What an enrichment knows of the pipeline: a slice of its configuration.
+
+Built once on the driver (:func:`enrich_spec`) and shipped with the task that
+enriches: the enricher's, the counter's with ``enrich_in = "counter"``, and
+``fusion reconcile``'s. Which sources a key has and where each is, where the
+enriched documents go, and how large a request may be: never the pipeline's
+whole configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elasticsearch import Elasticsearch
+
+from fusion.core.config import STORED_KEY, PipelineConfig
+from fusion.core.config_values import LookupMode
+from fusion.core.settings import ElasticsearchSettings
+from fusion.elastic.retry import RetryPolicy
+from fusion.spark.tasks import elasticsearch
+
+
+@dataclass(frozen=True)
+class PartSource:
+    """A source as an enriched document takes its part: where its documents are, and what
+    Fusion kept in them that the enriched document leaves out."""
+
+    name: str
+    index: str
+    sort_field: str  # the field its index is scanned in key order by
+    dimension: bool  # its rows are found by the ids a key names, not by the key
+    stores_key: bool  # the key is kept in its documents
+    names_rows: bool  # its documents keep the ids of the dimension rows they name
+
+
+@dataclass(frozen=True)
+class EnrichSpec:
+    """Everything an enrichment needs: see the module's docstring."""
+
+    key_field: str
+    sources: tuple[PartSource, ...]
+    required: tuple[str, ...]
+    enriched_index: str
+    enriched_topic: str
+    incomplete_topic: str
+    dlq_topic: str
+    message_limit: int
+    lookup: LookupMode
+    mget_chunk: int
+    bulk_chunk: int
+    task_chunk_bytes: int
+    max_record_bytes: int
+    retry_budget_seconds: float
+    elasticsearch: ElasticsearchSettings
+
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.sources)
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.sources if s.dimension)
+
+    def source(self, name: str) -> PartSource:
+        return next(s for s in self.sources if s.name == name)
+
+    def es(self) -> Elasticsearch:
+        """This worker's client (kept across tasks)."""
+        return elasticsearch(self.elasticsearch)
+
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(budget_seconds=self.retry_budget_seconds)
+
+
+def enrich_spec(config: PipelineConfig) -> EnrichSpec:
+    """The slice of ``config`` that an enrichment needs."""
+    pipeline = config.pipeline
+    return EnrichSpec(
+        key_field=config.key_field,
+        sources=_parts(config, config.source_names),
+        required=config.required_sources,
+        enriched_index=config.enriched_index,
+        enriched_topic=config.enriched_topic,
+        incomplete_topic=config.incomplete_topic,
+        dlq_topic=config.dlq_topic,
+        message_limit=config.message_limit,
+        lookup=pipeline.lookup,
+        mget_chunk=pipeline.mget_chunk,
+        bulk_chunk=pipeline.bulk_chunk,
+        task_chunk_bytes=pipeline.task_chunk_bytes,
+        max_record_bytes=config.max_record_bytes,
+        retry_budget_seconds=pipeline.retry_budget_seconds,
+        elasticsearch=config.elasticsearch,
+    )
+
+
+def _parts(config: PipelineConfig, names: Sequence[str]) -> tuple[PartSource, ...]:
+    parts = []
+    for name in names:
+        source = config.source(name)
+        sort_field = config.sort_field(source)
+        parts.append(
+            PartSource(
+                name=name,
+                index=config.index_of(source),
+                sort_field=sort_field,
+                dimension=bool(source.dimension),
+                stores_key=sort_field == STORED_KEY,
+                names_rows=bool(config.references_from(name)),
+            )
+        )
+    return tuple(parts)
