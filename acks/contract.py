@@ -28,7 +28,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from acks.errors import AckError
-from fusion.core.events import iso_utc
+from fusion.core import iso_utc
 
 
 class Ack(BaseModel):

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from acks.errors import AckError
-from fusion.core.events import iso_utc
+from fusion.core import iso_utc
 
 
 class FanoutRequest(BaseModel):

@@ -1,5 +1,5 @@
 import sys
 
-from fusion.cli.main import main
+from fusion.cli import main
 
-sys.exit(main())
+sys.exit(main.main())

@@ -13,31 +13,30 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fusion.core.config import PipelineConfig
-from fusion.counter.checkpoint_age import outlived_state
-from fusion.counter.engine import engine_here
-from fusion.counter.query import start_counter
+from fusion.core import PipelineConfig
+from fusion.counter import engine_here, outlived_state, start_counter
+from fusion.elastic import Lease
 from fusion.elastic import client as es_client
 from fusion.elastic import indexes as es_indexes
-from fusion.elastic.lease import Lease
-from fusion.enricher.query import start_enricher
+from fusion.enricher import start_enricher
 from fusion.kafka import client as kafka_client
 from fusion.kafka import lag
 from fusion.kafka import topics as kafka_topics
-from fusion.observe import names
-from fusion.observe.figures import Figures
-from fusion.observe.metrics import Metrics
-from fusion.ops.health import HealthWatch
-from fusion.ops.prometheus import MetricsServer, PipelineCollector
+from fusion.observe import Figures, Metrics, names
+from fusion.ops import HealthWatch, MetricsServer, PipelineCollector
 from fusion.single import start_single
-from fusion.spark import daemon, resume
+from fusion.spark import (
+    ProgressListener,
+    ctrl_c_stops_at_next_poll,
+    daemon,
+    driver_memory,
+    resume,
+    run_until,
+    spark_session,
+)
 from fusion.spark import logs as spark_logs
-from fusion.spark.listener import ProgressListener
-from fusion.spark.session import spark_session
-from fusion.spark.watch import ctrl_c_stops_at_next_poll, driver_memory, run_until
 from fusion.topology import Query, components, reads
-from indexers.avro_fields import with_registered_fields
-from indexers.query import start_indexer
+from indexers import start_indexer, with_registered_fields
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

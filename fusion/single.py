@@ -31,20 +31,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError
-from fusion.counter.decisions import Rules
-from fusion.counter.engine import engine_of
-from fusion.counter.query import CounterBatch, restored_state, start_with_clock
-from fusion.observe.metrics import Metrics
-from fusion.spark.checkpoint import CheckpointFiles
-from fusion.spark.jvm_writer import fault_settings, writer_spec
-from fusion.spark.queries import read_with_clock
-from fusion.spark.tasks import KAFKA_SELECT, Job, partition_function
+from fusion.core import ConfigError, PipelineConfig
+from fusion.counter import CounterBatch, Rules, engine_of, restored_state, start_with_clock
+from fusion.observe import Metrics
+from fusion.spark import (
+    KAFKA_SELECT,
+    CheckpointFiles,
+    Job,
+    fault_settings,
+    partition_function,
+    read_with_clock,
+    writer_spec,
+)
 from fusion.topology import COUNTER, SINGLE, Query, routes, sources_read
-from indexers.handoff import HANDOFF_SCHEMA, handoff_batch
-from indexers.spec import index_spec
-from indexers.task import IndexPartition
+from indexers import HANDOFF_SCHEMA, IndexPartition, handoff_batch, index_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

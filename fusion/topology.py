@@ -24,8 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError
+from fusion.core import ConfigError, PipelineConfig
 
 SINGLE = "single"  # the whole pipeline as one query
 ALL_SOURCES = "indexers"  # the indexer query over every source topic

@@ -37,8 +37,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from fusion.core.connections import RegistrySettings
-from fusion.core.errors import CredentialsError, ServiceUnavailableError
+from fusion.core import CredentialsError, RegistrySettings, ServiceUnavailableError
 
 MAGIC = 0
 HEADER = 5  # the zero byte and the schema id

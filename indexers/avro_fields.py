@@ -16,8 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fusion.core.config import PipelineConfig
-from fusion.core.config_values import AVRO_FORMATS, FieldType
+from fusion.core import AVRO_FORMATS, FieldType, PipelineConfig
 from indexers.avro import NotAvro, Schemas
 
 _PRIMITIVE: dict[str, FieldType] = {

@@ -20,12 +20,10 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from acks.contract import Ack
-from fusion.core.config import RESERVED_FIELD, STORED_OWN
-from fusion.core.config_dimensions import Reference
-from fusion.elastic.bulk import Confirmed
-from fusion.elastic.retry import RetryPolicy, call_with_retries, mget_docs
-from fusion.observe.metrics import Metrics
+from acks import Ack
+from fusion.core import RESERVED_FIELD, STORED_OWN, Reference
+from fusion.elastic import Confirmed, RetryPolicy, call_with_retries, mget_docs
+from fusion.observe import Metrics
 from indexers.records import SourceRecord, content_digest, is_tombstone
 
 RowId = tuple[str, str]  # dimension, id

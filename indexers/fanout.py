@@ -27,17 +27,10 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from acks.contract import Ack
-from acks.errors import AckError
-from acks.fanout import FanoutRequest
-from acks.kafka import ack_records
-from fusion.core.config import STORED_REFS
-from fusion.core.events import DeadLetter, dead_letter_records, now_utc
-from fusion.core.faults import crash_point
-from fusion.elastic.bulk import Confirmed
-from fusion.elastic.retry import RetryPolicy, call_with_retries
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
+from acks import Ack, AckError, FanoutRequest, ack_records
+from fusion.core import STORED_REFS, DeadLetter, crash_point, dead_letter_records, now_utc
+from fusion.elastic import Confirmed, RetryPolicy, call_with_retries
+from fusion.observe import Metrics, names
 from indexers.dimensions import Row, slot
 from indexers.records import RawRecord, SourceRecord
 from indexers.spec import IndexSpec, Outputs, Referrer

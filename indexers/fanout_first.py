@@ -21,13 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from acks.fanout import FanoutRequest
-from fusion.core.config import STORED_REFS
-from fusion.core.events import now_utc
-from fusion.elastic.bulk import Confirmed
-from fusion.elastic.retry import call_with_retries
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
+from acks import FanoutRequest
+from fusion.core import STORED_REFS, now_utc
+from fusion.elastic import Confirmed, call_with_retries
+from fusion.observe import Metrics, names
 from indexers.fanout import Where, request_records, requests_for, work_pages
 from indexers.records import SourceRecord
 from indexers.spec import IndexSpec

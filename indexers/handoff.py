@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from acks.contract import Ack
-from fusion.core.events import iso_utc
-from fusion.spark.tasks import OUTPUT_COLUMNS, output_columns
+from acks import Ack
+from fusion.core import iso_utc
+from fusion.spark import OUTPUT_COLUMNS, output_columns
 from indexers.task import Indexed
 
 HANDOFF_COLUMNS = (

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fusion.core.config_values import KeySpec
+from fusion.core import KeySpec
 
 MAX_KEY_BYTES = 512  # Elasticsearch rejects _id values longer than 512 bytes.
 

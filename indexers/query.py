@@ -22,14 +22,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.kafka import lag
-from fusion.observe.metrics import Metrics
-from fusion.spark import resume
-from fusion.spark.checkpoint import CheckpointFiles
-from fusion.spark.queries import read_kafka, start_foreach_batch
-from fusion.spark.stage import BatchStage
-from fusion.spark.tasks import Work
+from fusion.observe import Metrics
+from fusion.spark import BatchStage, CheckpointFiles, Work, read_kafka, resume, start_foreach_batch
 from fusion.topology import Query, routes, source_readers, sources_read, topology_of
 from indexers.spec import index_spec
 from indexers.task import IndexPartition

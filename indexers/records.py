@@ -8,9 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusion.core.config import RESERVED_FIELD
-from fusion.core.config_values import AVRO_FORMATS, SourceFormat, key_spec
-from fusion.core.events import DeadLetter
+from fusion.core import AVRO_FORMATS, RESERVED_FIELD, DeadLetter, SourceFormat, key_spec
 from indexers.avro import NotAvro, Schemas, decode
 from indexers.changes import NotAChange, change_of
 from indexers.keys import InvalidKey, key_of

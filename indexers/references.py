@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.core.config_dimensions import Reference
+from fusion.core import Reference
 from indexers.keys import InvalidKey, checked_key
 
 

@@ -13,13 +13,16 @@ from dataclasses import dataclass
 
 from elasticsearch import Elasticsearch
 
-from fusion.core.config import STORED_KEY, PipelineConfig
-from fusion.core.config_dimensions import Reference
-from fusion.core.config_values import SourceFormat
-from fusion.core.connections import RegistrySettings
-from fusion.core.settings import ElasticsearchSettings
-from fusion.elastic.retry import RetryPolicy
-from fusion.spark.tasks import elasticsearch
+from fusion.core import (
+    STORED_KEY,
+    ElasticsearchSettings,
+    PipelineConfig,
+    Reference,
+    RegistrySettings,
+    SourceFormat,
+)
+from fusion.elastic import RetryPolicy
+from fusion.spark import elasticsearch
 from indexers.types import Declared
 
 

@@ -22,17 +22,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from acks.contract import Ack
-from acks.errors import AckError
-from acks.kafka import ack_records
-from fusion.core.config_dimensions import Reference
-from fusion.core.config_values import AVRO_FORMATS
-from fusion.core.events import DeadLetter, dead_letter_records, now_utc
-from fusion.core.faults import crash_point
-from fusion.elastic.bulk import Confirmed, Target, write_documents
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
-from fusion.spark.tasks import Job, TaskOutput, column
+from acks import Ack, AckError, ack_records
+from fusion.core import (
+    AVRO_FORMATS,
+    DeadLetter,
+    Reference,
+    crash_point,
+    dead_letter_records,
+    now_utc,
+)
+from fusion.elastic import Confirmed, Target, write_documents
+from fusion.observe import Metrics, names
+from fusion.spark import Job, TaskOutput, column
 from fusion.topology import Route
 from indexers.avro import Schemas
 from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows

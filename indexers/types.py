@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
-from fusion.core.config_values import FieldType
+from fusion.core import FieldType
 
 _RANGES = {"integer": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 # A source's declared fields, and those of them that may be missing or null.

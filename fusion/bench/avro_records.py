@@ -13,8 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from fusion.core.config import PipelineConfig
-from fusion.core.config_tables import SourceConfig
+from fusion.core import PipelineConfig, SourceConfig
 
 _TYPES = ((bool, "boolean"), (int, "long"), (float, "double"), (str, "string"))
 

@@ -16,20 +16,17 @@ from typing import Any
 
 from elasticsearch import helpers
 
-from acks.contract import Ack
+from acks import Ack
 from fusion import pipeline
 from fusion.bench.generator import Dataset
 from fusion.bench.jvm_baseline import fraction, run_jvm_baseline
 from fusion.bench.process import PipelineProcess
 from fusion.bench.report import lower_median
-from fusion.core.config import PipelineConfig
-from fusion.core.config_values import CounterEngineName
-from fusion.core.events import now_iso, now_utc
-from fusion.core.settings import Settings
+from fusion.core import CounterEngineName, PipelineConfig, Settings, now_iso, now_utc
 from fusion.elastic import client as es_client
-from fusion.enricher.document import FoundDoc, build_enriched
-from fusion.kafka.producer import Publisher
-from fusion.observe.figures import Figures
+from fusion.enricher import FoundDoc, build_enriched
+from fusion.kafka import Publisher
+from fusion.observe import Figures
 from fusion.ops import teardown
 
 OPERATORS = {"jvm": "JVM processor", "python": "Python StatefulProcessor"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fusion.core.errors import ExitCode, FusionError
+from fusion.core import ExitCode, FusionError
 
 
 class PipelineProcessError(FusionError):

@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from fusion.bench.avro_records import avro_encoder
-from fusion.core.config import PipelineConfig
-from fusion.core.config_tables import SourceConfig
-from fusion.core.events import dumps, iso_utc
-from fusion.kafka.producer import Publisher
+from fusion.core import PipelineConfig, SourceConfig, dumps, iso_utc
+from fusion.kafka import Publisher
 
 Value = Callable[[random.Random], Any]
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)

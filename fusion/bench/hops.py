@@ -26,9 +26,9 @@ from typing import Any, Self
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from fusion.bench.report import rounded
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.kafka import client as kafka_client
-from fusion.observe.metrics import percentiles
+from fusion.observe import percentiles
 
 HOPS = ("index", "count", "enrich")
 

@@ -21,10 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from acks.contract import ACK_SPARK_SCHEMA
+from acks import ACK_SPARK_SCHEMA
 from fusion.bench.errors import PipelineProcessError
-from fusion.core.config import PipelineConfig
-from fusion.core.config_file import write_config
+from fusion.core import PipelineConfig, write_config
 
 OPERATOR = "from_json + groupBy(key).count()"
 
@@ -85,8 +84,7 @@ def _measure(config: PipelineConfig, checkpoint: str) -> list[dict[str, int]]:
     """Count the ack topic until nothing is left; each batch's rows and milliseconds."""
     from pyspark.sql import functions as F
 
-    from fusion.spark.queries import CHECKPOINT_MANAGER, LOCAL_CHECKPOINT_MANAGER, read_kafka
-    from fusion.spark.session import spark_session
+    from fusion.spark import CHECKPOINT_MANAGER, LOCAL_CHECKPOINT_MANAGER, read_kafka, spark_session
 
     spark = spark_session(config, app_name=f"{config.name}-jvm-baseline")
     spark.conf.set(CHECKPOINT_MANAGER, LOCAL_CHECKPOINT_MANAGER)

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from fusion.bench.proctree import kind_of, sampling
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.core.machine import procfs
 from fusion.spark import memory_limits
 
@@ -89,7 +89,7 @@ class NativePeaks:
 
 def _jdk_tool(name: str) -> str | None:
     """``name`` of the JDK that runs Spark (its ``jcmd`` attaches to that JVM), else on PATH."""
-    from fusion.infra.java import java_home
+    from fusion.infra import java_home
 
     tool = java_home() / "bin" / name
     return str(tool) if tool.is_file() else shutil.which(name)

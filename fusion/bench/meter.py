@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fusion.bench.report import rounded
-from fusion.observe.metrics import percentiles
+from fusion.observe import percentiles
 
 SAMPLE_SECONDS = 2.0
 

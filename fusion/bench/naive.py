@@ -21,23 +21,32 @@ from typing import TYPE_CHECKING
 
 from elasticsearch import Elasticsearch, NotFoundError
 
-from fusion.core.config import PipelineConfig
-from fusion.core.config_tables import SourceConfig
-from fusion.core.events import DeadLetter, dead_letter_records, now_iso
-from fusion.elastic.bulk import Confirmed, Target, write_documents
-from fusion.elastic.retry import RetryPolicy
-from fusion.enricher.document import FoundDoc, enriched_json, enriched_version
-from fusion.enricher.spec import enrich_spec
-from fusion.enricher.task import EnrichedDoc, enriched_records
-from fusion.kafka.exactly_once import OutRecord
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
+from fusion.core import DeadLetter, PipelineConfig, SourceConfig, dead_letter_records, now_iso
+from fusion.elastic import Confirmed, RetryPolicy, Target, write_documents
+from fusion.enricher import (
+    EnrichedDoc,
+    FoundDoc,
+    enrich_spec,
+    enriched_json,
+    enriched_records,
+    enriched_version,
+)
+from fusion.kafka import OutRecord
+from fusion.observe import Metrics, names
 from fusion.pipeline import STARTERS
-from fusion.spark.queries import read_kafka, start_foreach_batch
-from fusion.spark.stage import BatchStage
-from fusion.spark.tasks import KAFKA_SELECT, Job, TaskOutput, Work, column, elasticsearch
+from fusion.spark import (
+    KAFKA_SELECT,
+    BatchStage,
+    Job,
+    TaskOutput,
+    Work,
+    column,
+    elasticsearch,
+    read_kafka,
+    start_foreach_batch,
+)
 from fusion.topology import Query
-from indexers.records import RawRecord, SourceRecord, parse
+from indexers import RawRecord, SourceRecord, parse
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -27,8 +27,7 @@ from typing import Any
 
 from fusion.bench.errors import PipelineProcessError
 from fusion.bench.proctree import watch_peaks
-from fusion.core.config import PipelineConfig
-from fusion.core.config_file import write_config
+from fusion.core import PipelineConfig, write_config
 
 STARTED = "every query is running"  # what `fusion run` prints once its queries run
 

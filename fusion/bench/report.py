@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fusion.core.settings import Settings
+from fusion.core import Settings
 from fusion.elastic import client as es_client
-from fusion.infra.services import local_broker_version
+from fusion.infra import local_broker_version
 
 
 def git_commit() -> str | None:
@@ -189,7 +189,8 @@ def write_text_files(
     return json_path, md_path
 
 
-def _mode(report: dict[str, Any], mode: str) -> dict[str, Any] | None:
+def mode_result(report: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    """One mode's results in a burst report (None: the report has no such mode)."""
     return next((m for m in report["modes"] if m["mode"] == mode), None)
 
 

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING
 
 from fusion.cli.console import err, out
 from fusion.cli.terminal import Tracker
-from fusion.core.errors import ConfigError
-from fusion.core.settings import Settings
+from fusion.core import ConfigError, Settings
 from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
 
 if TYPE_CHECKING:
-    from fusion.bench.runs.burst import BenchOptions
-    from fusion.bench.sustain.options import SustainOptions
+    from fusion.bench import BenchOptions
+    from fusion.bench.sustain import SustainOptions
 
 
 def bench_burst_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -37,7 +36,7 @@ def bench_burst_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def _burst_options(args: argparse.Namespace) -> BenchOptions:
     """A burst's options, each checked before any server is asked."""
-    from fusion.bench.runs.burst import MODES, BenchOptions
+    from fusion.bench import MODES, BenchOptions
 
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     unknown = [m for m in modes if m not in MODES]
@@ -224,7 +223,7 @@ def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def _sustain_options(args: argparse.Namespace, pipeline: Sequence[str] = ()) -> SustainOptions:
     """The sustained-load options, checked; ``pipeline``: ``--set``'s pairs."""
-    from fusion.bench.sustain.options import SustainOptions
+    from fusion.bench.sustain import SustainOptions
 
     if args.sources < 2 or args.step_seconds < 3 or not 0 < args.start_rate <= args.max_rate:
         raise ConfigError(
@@ -259,8 +258,7 @@ def _pipeline_set(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """``--set OPTION=VALUE`` pairs, each checked against the [pipeline] table's own rules."""
     from pydantic import ValidationError
 
-    from fusion.core.config_tables import PipelineSection
-    from fusion.core.settings import config_error
+    from fusion.core import PipelineSection, config_error
 
     parts = [pair.partition("=") for pair in pairs]
     if any(not name or not sep for name, sep, _ in parts):

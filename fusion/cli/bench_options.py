@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from fusion.cli.help import Commands
-from fusion.core.config_tables import PipelineSection
+from fusion.core import PipelineSection
 
 # The pipeline file's own field: the option's default and bounds are its, stated once.
 FANOUT_PAGE = PipelineSection.model_fields["fanout_page"]

@@ -9,9 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError
-from fusion.core.settings import Settings
+from fusion.core import ConfigError, PipelineConfig, Settings
 
 # Lines are never wrapped nor cut: a log file or CI output keeps each message on one line.
 err = Console(stderr=True, highlight=False, soft_wrap=True)

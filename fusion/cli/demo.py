@@ -27,18 +27,16 @@ from rich.live import Live
 from rich.markup import escape
 
 from fusion import pipeline
-from fusion.bench.generator import GenOptions, build_dataset, produce
+from fusion.bench import GenOptions, build_dataset, produce
 from fusion.cli.terminal import Tracker
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError, ExitCode
+from fusion.core import ConfigError, ExitCode, PipelineConfig
 from fusion.elastic import client as es_client
 from fusion.elastic import indexes as es_indexes
-from fusion.infra.services import Endpoints
+from fusion.infra import Endpoints
 from fusion.kafka import topics as kafka_topics
-from fusion.observe.figures import Figures
-from fusion.observe.metrics import Metrics
+from fusion.observe import Figures, Metrics
 from fusion.ops import status, teardown
-from fusion.spark.session import spark_session
+from fusion.spark import spark_session
 from fusion.topology import topology_of
 
 IDLE_LIMIT = 120.0  # seconds without any input before the demo gives up waiting

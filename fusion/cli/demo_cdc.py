@@ -28,14 +28,18 @@ from rich.markup import escape
 
 from fusion import pipeline
 from fusion.cli.demo import start_afresh
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError, ExitCode
+from fusion.core import ConfigError, ExitCode, PipelineConfig
 from fusion.elastic import client as es_client
-from fusion.infra.cdc.connect import postgres_connector, register, unregister
-from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE, LocalPostgres
-from fusion.infra.services import Endpoints
-from fusion.observe.figures import Figures
-from fusion.observe.metrics import Metrics
+from fusion.infra import Endpoints
+from fusion.infra.cdc import (
+    PG_DATABASE,
+    PG_ROLE,
+    LocalPostgres,
+    postgres_connector,
+    register,
+    unregister,
+)
+from fusion.observe import Figures, Metrics
 from fusion.topology import topology_of
 
 ORDERS = 500

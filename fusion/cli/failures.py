@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from fusion.core.errors import (
+from fusion.core import (
     CredentialsError,
     ExitCode,
     FusionError,
     ServiceUnavailableError,
+    Settings,
     SparkGoneError,
     WaitTimeoutError,
 )
-from fusion.core.settings import Settings
-from fusion.infra.errors import InfraError
-from fusion.kafka.retry import classify
+from fusion.infra import InfraError
+from fusion.kafka import classify
 
 
 def report(exc: BaseException, settings: Settings | None, debug: bool) -> tuple[int, str]:

@@ -11,12 +11,15 @@ from dataclasses import asdict
 from rich.table import Table
 
 from fusion.cli.console import err, out
-from fusion.core.errors import ConfigError, ExitCode
-from fusion.core.settings import Settings
-from fusion.infra.artifacts import ARTIFACT_SETS, ArtifactCache, preparing
-from fusion.infra.errors import InfraError
-from fusion.infra.runtime import LocalRuntime
-from fusion.infra.services import Endpoints
+from fusion.core import ConfigError, ExitCode, Settings
+from fusion.infra import (
+    ARTIFACT_SETS,
+    ArtifactCache,
+    Endpoints,
+    InfraError,
+    LocalRuntime,
+    preparing,
+)
 
 
 def local_runtime(settings: Settings, secure: bool | None = None) -> LocalRuntime:

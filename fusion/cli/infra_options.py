@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from fusion.cli.help import Commands
-from fusion.infra.artifacts import ARTIFACT_SETS
-from fusion.infra.services import SERVICES
+from fusion.infra import ARTIFACT_SETS, SERVICES
 
 
 def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:

@@ -17,9 +17,7 @@ from rich.live import Live
 from rich.markup import escape
 
 from fusion import pipeline
-from fusion.bench import naive
-from fusion.bench.generator import GenOptions, build_dataset, produce, write_expected
-from fusion.bench.process import STARTED
+from fusion.bench import STARTED, GenOptions, build_dataset, naive, produce, write_expected
 from fusion.cli import failures
 from fusion.cli import parser as cli_parser
 from fusion.cli.bench_commands import BENCH_HANDLERS
@@ -43,11 +41,9 @@ from fusion.cli.ops_commands import (
     submit_args_command,
 )
 from fusion.cli.terminal import Tracker
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError, ExitCode
-from fusion.core.settings import Settings, read_toml
+from fusion.core import ConfigError, ExitCode, PipelineConfig, Settings, read_toml
 from fusion.kafka import topics as kafka_topics
-from fusion.observe.metrics import Metrics
+from fusion.observe import Metrics
 from fusion.topology import Query, topology_of
 
 Handler = Callable[[argparse.Namespace, Settings], int]

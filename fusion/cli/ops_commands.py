@@ -8,11 +8,11 @@ from dataclasses import asdict
 
 from fusion.cli.console import err, out, pipeline_of, print_report
 from fusion.cli.terminal import Tracker
-from fusion.core.settings import Settings
+from fusion.core import Settings
 from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
 from fusion.kafka import topics as kafka_topics
-from fusion.spark.session import spark_jars, spark_session
+from fusion.spark import spark_jars, spark_session
 
 
 def check_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -77,7 +77,7 @@ def reconcile_command(args: argparse.Namespace, settings: Settings) -> int:
 def submit_args_command(args: argparse.Namespace, settings: Settings) -> int:
     from importlib.util import find_spec
 
-    from fusion.spark.shipping import package_zip
+    from fusion.spark import package_zip
 
     jars = ",".join(str(j) for j in spark_jars(settings))
     code = package_zip(settings.runtime.home)

@@ -14,14 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.counter.decisions import retention_ms
-from fusion.spark.checkpoint import (
-    CheckpointFiles,
-    batch_offsets,
-    committed_batches,
-    planned_batches,
-)
+from fusion.spark import CheckpointFiles, batch_offsets, committed_batches, planned_batches
 from fusion.topology import topology_of
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.kafka import client as kafka_client
 from fusion.observe import names
 from fusion.topology import topology_of

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Literal
 
-from fusion.core.events import IncompleteEvent, ReadyEvent
+from fusion.core import IncompleteEvent, ReadyEvent
 from fusion.counter.key_state import KeyState, Seen
 from fusion.counter.rules import AckSeen, Decision, Event, Now, Reason, Rules
 

@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fusion.core.config import PipelineConfig
-from fusion.core.config_values import CounterEngineName
-from fusion.core.errors import ConfigError
+from fusion.core import ConfigError, CounterEngineName, PipelineConfig
 from fusion.counter import processor
 from fusion.counter.decisions import Rules
-from fusion.spark.checkpoint import CheckpointFiles
+from fusion.spark import CheckpointFiles
 from fusion.topology import topology_of
 
 if TYPE_CHECKING:

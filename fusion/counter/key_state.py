@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.core.events import RefPart
+from fusion.core import RefPart
 
 
 @dataclass(frozen=True)

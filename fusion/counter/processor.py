@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from fusion.core.events import iso_from_ms
+from fusion.core import iso_from_ms
 from fusion.counter.decisions import (
     AckSeen,
     Decision,

@@ -33,18 +33,24 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
-from fusion.counter import clock, rebuild
+from fusion.core import PipelineConfig
+from fusion.counter import clock
 from fusion.counter.decisions import Rules
 from fusion.counter.engine import engine_of, keep_the_engine
+from fusion.counter.rebuild import initial_state
 from fusion.counter.task import EventOutputs, PublishEvents
-from fusion.enricher.spec import enrich_spec
-from fusion.observe.metrics import Metrics
-from fusion.spark import resume
-from fusion.spark.jvm_writer import task_counts
-from fusion.spark.queries import read_with_clock, start_foreach_batch
-from fusion.spark.stage import BatchStage
-from fusion.spark.tasks import Job, TaskCount, Work
+from fusion.enricher import enrich_spec
+from fusion.observe import Metrics
+from fusion.spark import (
+    BatchStage,
+    Job,
+    TaskCount,
+    Work,
+    read_with_clock,
+    resume,
+    start_foreach_batch,
+    task_counts,
+)
 from fusion.topology import Query, topology_of
 
 if TYPE_CHECKING:
@@ -63,11 +69,11 @@ class CounterBatch(BatchStage):
         super().__init__(config, metrics, query.name, "counter")
         self.enriches = query.enriches
         self.outputs = EventOutputs.of(config)
-        self.enrich_spec = enrich_spec(config) if query.enriches else None
+        self.enrichment = enrich_spec(config) if query.enriches else None
         self.clock: clock.DeadlineClock | None = None  # with deadlines: see start_counter
 
     def work(self) -> Work:
-        return PublishEvents(self.outputs, self.enrich_spec)
+        return PublishEvents(self.outputs, self.enrichment)
 
     def counts_to_commit(self, batch_ms: int, counts: dict[str, int]) -> dict[str, int]:
         plain, buckets = clock.split_counts(counts)
@@ -124,7 +130,7 @@ def restored_state(spark: SparkSession, config: PipelineConfig) -> DataFrame | N
     """The counter's rebuilt state when its query starts without its checkpoint, else None."""
     if not resume.rebuilding(spark, config, topology_of(config).counter_query):
         return None
-    return rebuild.initial_state(spark, config)
+    return initial_state(spark, config)
 
 
 def start_counter(

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fusion.core.config import PipelineConfig
-from fusion.core.events import IncompleteEvent, ReadyEvent
+from fusion.core import IncompleteEvent, PipelineConfig, ReadyEvent
 from fusion.counter.key_state import KeyState
 
 Reason = Literal["timeout", "state_ttl"]

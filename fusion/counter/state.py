@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.counter.decisions import Rules
 from fusion.counter.key_state import STATE_COLUMNS, KeyState
-from fusion.spark.checkpoint import CheckpointFiles, committed_batches
+from fusion.spark import CheckpointFiles, committed_batches
 from fusion.topology import topology_of
 
 if TYPE_CHECKING:
@@ -44,7 +44,9 @@ def states(spark: SparkSession, config: PipelineConfig, batch_id: int | None = N
     )
 
 
-def key_state(spark: SparkSession, config: PipelineConfig, key: str) -> tuple[KeyState, int] | None:
+def state_of_key(
+    spark: SparkSession, config: PipelineConfig, key: str
+) -> tuple[KeyState, int] | None:
     """The counter's state of ``key`` and when (epoch ms) its TTL ends, or None."""
     from pyspark.sql import functions as F
 

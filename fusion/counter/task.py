@@ -8,22 +8,18 @@ fired, all for one Kafka transaction (:mod:`fusion.spark.tasks`).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
-from fusion.core.events import DeadLetter, RefPart, dead_letter_records
+from fusion.core import DeadLetter, PipelineConfig, dead_letter_records
 from fusion.counter import clock
 from fusion.counter.rows import OUTPUT_COLUMNS
-from fusion.enricher.request import EnrichRequest, EventPosition
-from fusion.enricher.spec import EnrichSpec
-from fusion.enricher.task import enrich
-from fusion.kafka.exactly_once import OutRecord
+from fusion.enricher import EnrichRequest, EnrichSpec, decided_event, enrich
+from fusion.kafka import OutRecord
 from fusion.observe import names
-from fusion.spark.tasks import Job, TaskOutput, attributed, column
+from fusion.spark import Job, TaskOutput, attributed, column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -139,7 +135,7 @@ def partition_events(outputs: EventOutputs, rows: pa.Table, enriches: bool) -> P
             value = event.encode()
             out.append((topics[kind], key, value))
             if enriches and kind in enriched:
-                to_enrich.append(inline_event(kind, key, value, (topics[kind], -1, -1)))
+                to_enrich.append(decided_event(kind, key, value, (topics[kind], -1, -1)))
     counts = {
         names.COUNTER_DLQ: kinds["dead"],
         names.COUNTER_FIRED: kinds["ready"],
@@ -150,11 +146,3 @@ def partition_events(outputs: EventOutputs, rows: pa.Table, enriches: bool) -> P
         names.COUNTER_FIRED_LATE: kinds["late"],
     } | dict(passed_on)
     return PartitionEvents(out, counts, to_enrich)
-
-
-def inline_event(kind: str, key: str, value: bytes, where: EventPosition) -> EnrichRequest:
-    """What the enrichment needs of an event the counter decided just now."""
-    data = json.loads(value)
-    fired_at = data["expired_at"] if kind == "incomplete" else data["fired_at"]
-    refs = {name: RefPart(**ref) for name, ref in (data.get("refs") or {}).items()}
-    return EnrichRequest(key, kind, fired_at, where, value, tuple(data.get("deleted") or ()), refs)

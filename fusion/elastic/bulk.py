@@ -30,7 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from elasticsearch import Elasticsearch, helpers
 
-from fusion.core.events import DeadLetter, Stage
+from fusion.core import DeadLetter, Stage
 from fusion.elastic.errors import (
     IndexAccessError,
     IndexBlockedError,
@@ -45,7 +45,7 @@ from fusion.elastic.retry import (
     Transient,
     call_with_retries,
 )
-from fusion.observe.metrics import Metrics
+from fusion.observe import Metrics
 
 VERSION_CONFLICT = 409
 NOT_FOUND = 404

@@ -7,8 +7,12 @@ from typing import TYPE_CHECKING
 from elasticsearch import ApiError, Elasticsearch
 from elasticsearch import TransportError as ESTransportError
 
-from fusion.core.errors import CredentialsError, ServiceUnavailableError, TlsTrustError
-from fusion.core.settings import ElasticsearchSettings
+from fusion.core import (
+    CredentialsError,
+    ElasticsearchSettings,
+    ServiceUnavailableError,
+    TlsTrustError,
+)
 
 if TYPE_CHECKING:
     pass

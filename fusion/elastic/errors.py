@@ -5,7 +5,7 @@ Every class roots in :class:`fusion.core.errors.FusionError` and says its exit c
 
 from __future__ import annotations
 
-from fusion.core.errors import ExitCode, FusionError
+from fusion.core import ExitCode, FusionError
 
 
 class IndexingError(FusionError):

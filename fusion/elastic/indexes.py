@@ -6,9 +6,7 @@ from typing import Any
 
 from elasticsearch import BadRequestError, Elasticsearch
 
-from fusion.core.config import RESERVED_FIELD, STORED_KEY, PipelineConfig
-from fusion.core.config_tables import SourceConfig
-from fusion.core.errors import TopologyError
+from fusion.core import RESERVED_FIELD, STORED_KEY, PipelineConfig, SourceConfig, TopologyError
 
 # How long the enriched index remembers a deleted document's version (60 s by default): an
 # enrichment read before the delete and written after it is refused as stale while it does.

@@ -38,8 +38,8 @@ from typing import Any
 from elasticsearch import ApiError, BadRequestError, ConflictError, Elasticsearch, NotFoundError
 from elasticsearch import TransportError as ESTransportError
 
-from fusion.core.events import now_iso
-from fusion.core.holder import Holder
+from fusion.core import now_iso
+from fusion.core.machine import Holder
 from fusion.elastic.errors import (
     AlreadyRunningError,
     IndexAccessError,

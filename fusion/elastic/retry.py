@@ -28,9 +28,7 @@ from tenacity import (
 )
 
 from fusion.elastic.errors import IndexAccessError, IndexGoneError, RetryBudgetExceeded
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
-from fusion.observe.names import ES_ALERT
+from fusion.observe import ES_ALERT, Metrics, names
 
 T = TypeVar("T")
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.core.events import dumps, iso_from_ms
+from fusion.core import dumps, iso_from_ms
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
 
-from fusion.core.events import now_utc
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
+from fusion.core import now_utc
+from fusion.observe import Metrics, names
 
 
 class Written(Protocol):

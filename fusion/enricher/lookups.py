@@ -21,15 +21,20 @@ from typing import Any, TypeVar
 
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
-from fusion.core.config import RESERVED_FIELD
-from fusion.elastic.bulk import ACCESS_DENIED
-from fusion.elastic.errors import IndexAccessError, IndexGoneError
-from fusion.elastic.retry import RetryPolicy, call_with_retries, index_gone, mget_docs
+from fusion.core import RESERVED_FIELD
+from fusion.elastic import (
+    ACCESS_DENIED,
+    IndexAccessError,
+    IndexGoneError,
+    RetryPolicy,
+    call_with_retries,
+    index_gone,
+    mget_docs,
+)
 from fusion.enricher.document import FoundDoc
 from fusion.enricher.spec import EnrichSpec, PartSource
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
-from indexers.records import is_tombstone
+from fusion.observe import Metrics, names
+from indexers import is_tombstone
 
 Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 RowIds = Mapping[str, Mapping[str, str]]  # key -> dimension -> the id of the row it names

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.enricher.spec import enrich_spec
 from fusion.enricher.task import EnrichPartition
-from fusion.observe.metrics import Metrics
-from fusion.spark import resume
-from fusion.spark.queries import read_kafka, start_foreach_batch
-from fusion.spark.stage import BatchStage
-from fusion.spark.tasks import Work
+from fusion.observe import Metrics
+from fusion.spark import BatchStage, Work, read_kafka, resume, start_foreach_batch
 from fusion.topology import Query
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from fusion.core.events import DeadLetter, IncompleteEvent, ReadyEvent, RefPart
+from fusion.core import DeadLetter, IncompleteEvent, ReadyEvent, RefPart
 
 EventPosition = tuple[str, int, int]  # topic, partition, offset
 
@@ -76,3 +76,12 @@ def _key_of(value: bytes | None) -> str | None:
         return None
     key = data.get("key") if isinstance(data, dict) else None
     return key if isinstance(key, str) else None
+
+
+def decided_event(kind: str, key: str, value: bytes, where: EventPosition) -> EnrichRequest:
+    """What the enrichment needs of an event the counter decided just now (not yet on its
+    topic: ``where`` names the topic alone)."""
+    data = json.loads(value)
+    fired_at = data["expired_at"] if kind == "incomplete" else data["fired_at"]
+    refs = {name: RefPart(**ref) for name, ref in (data.get("refs") or {}).items()}
+    return EnrichRequest(key, kind, fired_at, where, value, tuple(data.get("deleted") or ()), refs)

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 
 from elasticsearch import Elasticsearch
 
-from fusion.core.config import STORED_KEY, PipelineConfig
-from fusion.core.config_values import LookupMode
-from fusion.core.settings import ElasticsearchSettings
-from fusion.elastic.retry import RetryPolicy
-from fusion.spark.tasks import elasticsearch
+from fusion.core import STORED_KEY, ElasticsearchSettings, LookupMode, PipelineConfig
+from fusion.elastic import RetryPolicy
+from fusion.spark import elasticsearch
 
 
 @dataclass(frozen=True)

@@ -30,24 +30,17 @@ from typing import TYPE_CHECKING
 
 from elasticsearch import Elasticsearch
 
-from fusion.core.events import (
-    DeadLetter,
-    dead_letter_records,
-    now_iso,
-)
-from fusion.core.faults import crash_point
-from fusion.elastic.bulk import Confirmed, Target, write_documents
-from fusion.elastic.retry import RetryPolicy
+from fusion.core import DeadLetter, crash_point, dead_letter_records, now_iso
+from fusion.elastic import Confirmed, RetryPolicy, Target, write_documents
 from fusion.enricher import lookups
 from fusion.enricher.document import enriched_json, last_record_ms, missing_sources, next_version
 from fusion.enricher.groups import GroupSizer
 from fusion.enricher.latency import observe_latencies, sketch_apart
 from fusion.enricher.request import EnrichRequest, EventPosition, parse_event
 from fusion.enricher.spec import EnrichSpec
-from fusion.kafka.exactly_once import OutRecord
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
-from fusion.spark.tasks import Job, TaskOutput, column
+from fusion.kafka import OutRecord
+from fusion.observe import Metrics, names
+from fusion.spark import Job, TaskOutput, column
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,8 +1,9 @@
 """``python -m fusion.infra.fetch kafka elasticsearch``: artifact sets into the Fusion cache.
 
-The image build's way (Dockerfile.offline): it runs on fusion.infra and
-fusion.core.errors alone, so the image fetches the servers in a layer that a
-change to the rest of the code keeps. Everyone else runs ``fusion infra fetch``.
+The image build's way (Dockerfile.offline): it runs on fusion.infra,
+fusion.core.errors and fusion.core.surface alone, so the image fetches the
+servers in a layer that a change to the rest of the code keeps. Everyone else
+runs ``fusion infra fetch``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from fusion.core.settings import KafkaSettings
+from fusion.core import KafkaSettings
 from fusion.infra.errors import ServerStartError
 from fusion.infra.java import java_home
 from fusion.infra.process import ManagedProcess

@@ -25,14 +25,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fusion.core.settings import RuntimeSettings
+from fusion.core import RuntimeSettings
 from fusion.infra.artifacts import (
     ELASTICSEARCH_VERSION,
     KAFKA_VERSION,
     ArtifactCache,
     preparing,
 )
-from fusion.infra.cdc.servers import (
+from fusion.infra.cdc import (
     CdcService,
     cdc_services,
     cdc_status,
@@ -58,12 +58,7 @@ from fusion.infra.services import (
     reuse,
     wait_healthy,
 )
-from fusion.infra.spark.standalone import (
-    LocalSparkCluster,
-    spark_status,
-    start_cluster,
-    wait_until_alive,
-)
+from fusion.infra.spark import LocalSparkCluster, spark_status, start_cluster, wait_until_alive
 
 Started = LocalKafka | LocalElasticsearch | LocalSparkCluster | CdcService | apicurio.LocalRegistry
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from fusion.core.machine import procfs
-from fusion.core.machine.ports import free_port, port_is_free
+from fusion.core.machine import free_port, port_is_free, procfs
 from fusion.infra.elasticsearch import get_json
 from fusion.infra.errors import InfraError, PortInUseError, ServerStartError
 from fusion.infra.process import ManagedProcess

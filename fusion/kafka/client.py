@@ -12,8 +12,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from fusion.core.errors import CredentialsError, ServiceUnavailableError, TlsTrustError
-from fusion.core.settings import KafkaSettings
+from fusion.core import CredentialsError, KafkaSettings, ServiceUnavailableError, TlsTrustError
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, Producer

@@ -29,7 +29,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 
-from fusion.core.events import DeadLetter
+from fusion.core import DeadLetter
 from fusion.observe import names
 
 Offsets = Mapping[tuple[str, int], int]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusion.core.errors import ExitCode, FusionError
+from fusion.core import ExitCode, FusionError
 
 if TYPE_CHECKING:
     pass

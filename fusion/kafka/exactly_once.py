@@ -38,8 +38,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaException, TopicPartition
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay
 
-from fusion.core.faults import crash_point
-from fusion.core.settings import KafkaSettings
+from fusion.core import KafkaSettings, crash_point
 from fusion.kafka import client as kafka_client
 from fusion.kafka.errors import FencedError, TransactionError
 from fusion.kafka.markers import Marker

@@ -14,9 +14,8 @@ from datetime import datetime
 
 from confluent_kafka import Consumer, TopicPartition
 
-from acks.errors import AckError
-from acks.fanout import FanoutRequest
-from fusion.core.config import PipelineConfig
+from acks import AckError, FanoutRequest
+from fusion.core import PipelineConfig
 from fusion.kafka import client as kafka_client
 from fusion.kafka.markers import Marker
 

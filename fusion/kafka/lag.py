@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from confluent_kafka import TopicPartition
 
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.kafka import client as kafka_client
 from fusion.kafka.markers import Marker, read_markers
 

@@ -26,8 +26,7 @@ from functools import partial
 
 from confluent_kafka import TopicPartition
 
-from fusion.core.config import PipelineConfig
-from fusion.core.settings import KafkaSettings
+from fusion.core import KafkaSettings, PipelineConfig
 from fusion.kafka import client as kafka_client
 from fusion.kafka.retry import retry_kafka
 from fusion.observe import names, sketch

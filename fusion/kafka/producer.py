@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusion.core.settings import KafkaSettings
+from fusion.core import KafkaSettings
 from fusion.kafka import client as kafka_client
 from fusion.kafka.errors import PublishError
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
-from fusion.core.errors import CredentialsError, FusionError, ServiceUnavailableError
+from fusion.core import CredentialsError, FusionError, ServiceUnavailableError
 from fusion.kafka.errors import (
     FencedError,
     KafkaAccessError,

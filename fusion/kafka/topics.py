@@ -10,8 +10,7 @@ from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, Config
 from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewTopic
 
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError, ServiceUnavailableError, TopologyError
+from fusion.core import ConfigError, PipelineConfig, ServiceUnavailableError, TopologyError
 from fusion.kafka import client as kafka_client
 from fusion.kafka.markers import largest_marker
 

@@ -15,16 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from elasticsearch import NotFoundError
 
-from fusion.core.config import PipelineConfig
-from fusion.core.events import iso_from_ms
-from fusion.counter.decisions import Rules, deadline_of
-from fusion.counter.key_state import KeyState
-from fusion.counter.state import has_state, key_state
+from fusion.core import PipelineConfig, iso_from_ms
+from fusion.counter import KeyState, Rules, deadline_of, has_state, state_of_key
 from fusion.elastic import client as es_client
-from fusion.enricher import lookups
-from fusion.enricher.document import FoundDoc
-from fusion.enricher.spec import enrich_spec
-from fusion.observe.metrics import Metrics
+from fusion.enricher import FoundDoc, enrich_spec, lookups
+from fusion.observe import Metrics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,7 +39,7 @@ class Evidence:
 
 def gather(spark: SparkSession, config: PipelineConfig, key: str) -> Evidence:
     es = es_client.connect(config.elasticsearch)
-    found = key_state(spark, config, key)
+    found = state_of_key(spark, config, key)
     state, ttl = found if found is not None else (None, None)
     # A dimension's row is looked up by the id the key's slot holds (docs/dimensions.md).
     rows = {name: s.ref for name, s in (state.seen.items() if state else ()) if s.ref}

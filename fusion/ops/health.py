@@ -20,11 +20,10 @@ import threading
 from types import TracebackType
 from typing import Any
 
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
-from fusion.observe.metrics import Metrics
-from fusion.observe.names import ES_ALERT, ES_BACKPRESSURE_ALERT, ES_REJECTED, KAFKA_ALERT
+from fusion.observe import ES_ALERT, ES_BACKPRESSURE_ALERT, ES_REJECTED, KAFKA_ALERT, Metrics
 
 
 class HealthWatch:

@@ -27,12 +27,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError
-from fusion.observe import sketch
-from fusion.observe.figures import Figures
-from fusion.observe.metrics import Metrics
-from fusion.observe.names import ES_ALERT, ES_BACKPRESSURE_ALERT, KAFKA_ALERT
+from fusion.core import ConfigError, PipelineConfig
+from fusion.observe import ES_ALERT, ES_BACKPRESSURE_ALERT, KAFKA_ALERT, Figures, Metrics, sketch
 from fusion.ops.stage_metrics import stage_families
 
 LAG_MAX_AGE = 5.0  # seconds a consumer-lag reading is served before it is read again

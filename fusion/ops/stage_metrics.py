@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from fusion.core.config import PipelineConfig
-from fusion.observe.figures import Figures
+from fusion.core import PipelineConfig
+from fusion.observe import Figures
 
 
 def stage_families(

@@ -21,15 +21,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from fusion.core.config import PipelineConfig
-from fusion.core.events import iso_utc
-from fusion.counter.state import StateSummary, summary
+from fusion.core import PipelineConfig, iso_utc
+from fusion.counter import StateSummary, summary
 from fusion.elastic import client as es_client
-from fusion.kafka.fanout_backlog import oldest_pending
-from fusion.kafka.lag import lag_of, source_lag, stage_markers
-from fusion.observe import sketch
-from fusion.observe.figures import Figures
-from fusion.observe.names import ES_BACKPRESSURE_ALERT
+from fusion.kafka import lag_of, oldest_pending, source_lag, stage_markers
+from fusion.observe import ES_BACKPRESSURE_ALERT, Figures, sketch
 from fusion.topology import ENRICHER, topology_of
 
 if TYPE_CHECKING:

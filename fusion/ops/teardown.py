@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import TopologyError
+from fusion.core import PipelineConfig, TopologyError
 from fusion.elastic import client as es_client
 from fusion.kafka import client as kafka_client
-from fusion.kafka.topics import delete_groups, delete_topics
-from fusion.spark.checkpoint import CheckpointFiles
+from fusion.kafka import delete_groups, delete_topics
+from fusion.spark import CheckpointFiles
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

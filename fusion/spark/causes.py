@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from fusion.core.errors import FusionError
+from fusion.core import FusionError
 
 if TYPE_CHECKING:
     pass

@@ -7,8 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from fusion.core import faults
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig, faults
 from fusion.spark import tasks
 
 if TYPE_CHECKING:

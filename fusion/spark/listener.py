@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from fusion.core.config import PipelineConfig
-from fusion.observe import names
-from fusion.observe.metrics import Metrics
+from fusion.core import PipelineConfig
+from fusion.observe import Metrics, names
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

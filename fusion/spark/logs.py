@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from fusion.core.settings import SparkSettings
+from fusion.core import SparkSettings
 
 # Lines that are normal operation, not news, at WARN:
 _STREAMING = "org.apache.spark.sql.execution.streaming"

@@ -6,10 +6,9 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
-from fusion.kafka.errors import MarkersGoneError
-from fusion.kafka.markers import Marker, replay_unmarked
-from fusion.observe.names import REPLAY_ALERT
+from fusion.core import PipelineConfig
+from fusion.kafka import Marker, MarkersGoneError, replay_unmarked
+from fusion.observe import REPLAY_ALERT
 from fusion.spark import resume, tasks
 from fusion.spark.checkpoint import (
     CheckpointFiles,

@@ -25,9 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError
-from fusion.core.events import now_iso
+from fusion.core import ConfigError, PipelineConfig, now_iso
 from fusion.elastic import client as es_client
 from fusion.kafka import lag
 from fusion.spark.checkpoint import (

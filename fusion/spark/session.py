@@ -8,9 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fusion.core.config import PipelineConfig
-from fusion.core.faults import ENV_NAMES
-from fusion.core.settings import Settings
+from fusion.core import ENV_NAMES, PipelineConfig, Settings
 from fusion.spark import daemon, memory_limits
 from fusion.spark import logs as spark_logs
 from fusion.spark.shipping import package_zip
@@ -23,8 +21,8 @@ def spark_jars(settings: Settings) -> list[Path]:
     """What ``spark.jars`` needs: the Kafka connector and Fusion's JVM classes."""
     # The driver's: from the machine's cache (fusion.infra), which the executors' zip
     # leaves out (fusion.spark.shipping), so imported here rather than with the module.
+    from fusion.infra import ArtifactCache
     from fusion.infra import jvm_code as jvm
-    from fusion.infra.artifacts import ArtifactCache
 
     home = settings.runtime.home
     cache = ArtifactCache(home)

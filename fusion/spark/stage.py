@@ -26,15 +26,10 @@ from typing import TYPE_CHECKING
 from confluent_kafka import TopicPartition
 from py4j.protocol import Py4JJavaError
 
-from fusion.core.config import PipelineConfig
-from fusion.core.events import dead_letter_records
+from fusion.core import PipelineConfig, dead_letter_records
+from fusion.kafka import OutRecord, TransactionalOutput, data_loss, retry_kafka
 from fusion.kafka import client as kafka_client
-from fusion.kafka import data_loss
-from fusion.kafka.exactly_once import OutRecord, TransactionalOutput
-from fusion.kafka.retry import retry_kafka
-from fusion.observe.figures import Figures
-from fusion.observe.metrics import Metrics
-from fusion.observe.names import DATA_LOSS_ALERT, KAFKA_ALERT
+from fusion.observe import DATA_LOSS_ALERT, KAFKA_ALERT, Figures, Metrics
 from fusion.spark import resume, tasks
 from fusion.spark.causes import root_cause
 from fusion.spark.checkpoint import (

@@ -24,14 +24,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from fusion.core.settings import ElasticsearchSettings
+from fusion.core import ElasticsearchSettings
 from fusion.elastic import client as es_client
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from elasticsearch import Elasticsearch
 
-    from fusion.kafka.exactly_once import OutRecord
+    from fusion.kafka import OutRecord
 
 # What a task returns: output records (topic set) and counts (name set), each naming the task.
 # What a task reads of Spark's Kafka source: a record, where it was read, and its Kafka

@@ -17,14 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JError
 
-from fusion.core.errors import FusionError, SparkGoneError
+from fusion.core import FusionError, SparkGoneError
 from fusion.core.machine import procfs
-from fusion.kafka.errors import (
-    FencedError,
-    KafkaAccessError,
-    KafkaRefusedError,
-    MessageTooLargeError,
-)
+from fusion.kafka import FencedError, KafkaAccessError, KafkaRefusedError, MessageTooLargeError
 from fusion.spark.causes import error_class, root_cause
 from fusion.spark.errors import QueryFailedError
 

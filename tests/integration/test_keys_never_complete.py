@@ -26,7 +26,7 @@ from fusion.bench.generator import produce
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.counter.decisions import retention_ms
-from fusion.counter.state import key_state
+from fusion.counter.state import state_of_key
 from fusion.observe.names import STATE_OUTLIVED_ALERT
 from fusion.spark.checkpoint import CheckpointFiles, batch_offsets, planned_batches
 from fusion.topology import topology_of
@@ -61,7 +61,7 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
             # would leave G1 uncommitted (replayed on restart), so wait for the commit.
             run.wait_for(lambda: run.metrics.get("counter.keys") >= 1, 60, "G1 counted")
             run.wait_for(partial(_has_state, spark, config, "G1"), 30, "G1's state committed")
-        found = key_state(spark, config, "G1")
+        found = state_of_key(spark, config, "G1")
         assert found is not None, "G1's state was committed"
         state, spark_expiry_ms = found
         assert state.expired_at is None, "stopped before G1's deadline: the test's premise"
@@ -88,7 +88,7 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
                 TTL_SECONDS + 60,
                 "G1 and N1 reported incomplete",
             )
-            started_n1 = key_state(spark, config, "N1")
+            started_n1 = state_of_key(spark, config, "N1")
         incomplete = {key: event for key, event in read_topic(settings, config.incomplete_topic)}
         ready = [key for key, _ in read_topic(settings, config.ready_topic)]
     finally:
@@ -107,7 +107,7 @@ def test_a_key_that_never_completes_is_reported_incomplete_at_its_state_ttl(
 
 
 def _has_state(spark: Any, config: PipelineConfig, key: str) -> bool:
-    return key_state(spark, config, key) is not None
+    return state_of_key(spark, config, key) is not None
 
 
 def _last_batch_ms(spark: Any, config: PipelineConfig) -> int:

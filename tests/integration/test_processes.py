@@ -23,7 +23,7 @@ from fusion.bench.generator import produce
 from fusion.core.config import PipelineConfig
 from fusion.core.errors import ExitCode
 from fusion.core.events import now_iso
-from fusion.core.holder import Holder
+from fusion.core.machine.holder import Holder
 from fusion.core.settings import Settings
 from fusion.elastic import client as es_client
 from fusion.elastic.lease import Lease

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from fusion.core.surface import surface_of
+
 
 def module_name(path: Path, root: Path) -> str:
     """``fusion/spark/session.py`` under ``root`` is ``fusion.spark.session``."""
@@ -13,15 +15,10 @@ def module_name(path: Path, root: Path) -> str:
 
 
 def surface(init: Path, package: str) -> dict[str, str]:
-    """The names a package's ``__init__`` hands on, each with the module it comes from
-    (its ``_WHERE``, :mod:`fusion.core.surface`); empty for a package without one."""
-    for node in ast.parse(init.read_text()).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "_WHERE" for t in node.targets
-        ):
-            where: dict[str, tuple[str, ...]] = ast.literal_eval(node.value)
-            return {n: f"{package}.{module}" for module, names in where.items() for n in names}
-    return {}
+    """The names a package hands on (:mod:`fusion.core.surface`), each with the module it comes
+    from; empty for a package without any."""
+    found = surface_of(init).items()
+    return {name: f"{package}.{name}" if module == package else module for name, module in found}
 
 
 def imports(path: Path, modules: set[str], load_time: bool = False) -> set[str]:
@@ -31,7 +28,8 @@ def imports(path: Path, modules: set[str], load_time: bool = False) -> set[str]:
     comes from: ``package.name`` for a submodule, the module the package's
     surface names for a name it hands on (imported when first used, but a
     dependency all the same); ``load_time``: only what it imports as it loads,
-    not inside functions.
+    not inside functions. A package's own surface (its ``__init__``'s type-checking
+    imports) counts as nothing: those modules load when a name is used.
     """
     root = next(p for p in path.parents if not (p / "__init__.py").is_file())
     found: set[str] = set()

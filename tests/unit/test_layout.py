@@ -1,10 +1,13 @@
-"""The import graph of Fusion's modules has no cycle, counting imports inside functions too."""
+"""The import graph of Fusion's modules has no cycle, counting imports inside functions too;
+each package imports another's names only from that package's public surface."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 from pathlib import Path
 
-from tests.unit.imports import imports, module_name
+from tests.unit.imports import imports, module_name, surface
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("fusion", "indexers", "acks")
@@ -92,3 +95,67 @@ def test_each_package_imports_only_its_layer_or_lower() -> None:
 def test_every_package_has_a_layer() -> None:
     packages = {_package(module) for module in _graph()} - {"fusion", "fusion.__main__"}
     assert packages <= {package for layer in LAYERS for package in layer}, packages
+
+
+SURFACE = "fusion.core.surface"  # what every package's __init__ hands its names on with
+
+
+def _package_of(module: str) -> str:
+    """The package a module belongs to: itself for a package's ``__init__``."""
+    path = ROOT / module.replace(".", "/")
+    return module if (path / "__init__.py").is_file() else module.rpartition(".")[0]
+
+
+def _all(package: str) -> list[str]:
+    """The names a package hands on, read from its stub without importing it."""
+    init = ROOT / package.replace(".", "/") / "__init__.py"
+    return sorted(surface(init, package))
+
+
+def _packages() -> list[str]:
+    inits = [p for package in PACKAGES for p in (ROOT / package).rglob("__init__.py")]
+    return sorted(_module(p) for p in inits if _module(p) != "fusion")
+
+
+def test_other_packages_import_only_a_packages_surface() -> None:
+    """``from fusion.core import PipelineConfig``, never ``from fusion.core.config import ...``
+    from another package; and only a name the package's ``__all__`` lists."""
+    wrong = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            here = _package_of(_module(path))
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                    continue
+                if node.module.split(".")[0] not in PACKAGES:
+                    continue
+                there = _package_of(node.module)
+                if there in (here, "fusion") or node.module == SURFACE:
+                    continue
+                names = [a.name for a in node.names]
+                if node.module != there or set(names) - set(_all(there)):
+                    wrong.append(f"{_module(path)}: from {node.module} import {', '.join(names)}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_package_names_its_surface_and_each_name_is_there() -> None:
+    for package in _packages():
+        names = _all(package)
+        assert names, f"{package}/__init__.py names nothing"
+        module = importlib.import_module(package)
+        assert module.__all__ == names, package
+        for name in names:
+            assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_no_package_hands_on_a_name_that_one_of_its_modules_bears() -> None:
+    """Once a package's module ``key_state`` is imported, ``from package import key_state``
+    finds that module and never asks the surface for a function of that name."""
+    clashes = []
+    for package in _packages():
+        folder = ROOT / package.replace(".", "/")
+        for name, module in surface(folder / "__init__.py", package).items():
+            own = (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
+            if own and module != f"{package}.{name}":
+                clashes.append(f"{package}.{name} from {module}")
+    assert not clashes, clashes

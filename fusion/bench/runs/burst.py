@@ -9,8 +9,7 @@ key complete, no duplicates, so the counts are exact):
 4. read each enriched document's ``enriched_at`` from Elasticsearch:
    wall time = last enriched_at - first send, latency per key = its
    enriched_at - the send time of its last record;
-5. take the Elasticsearch requests of the matching/enrichment side from the
-   pipeline's own request counter.
+5. take the enrichment's Elasticsearch requests from the pipeline's own counter.
 
 The floor is the same N·K source documents plus K enriched documents
 bulk-indexed straight from Python with the elasticsearch helpers: no Kafka,
@@ -27,60 +26,37 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from elasticsearch import Elasticsearch, helpers
 
 from fusion import pipeline
-from fusion.bench import naive
-from fusion.bench.baselines import median_counter_run, run_counter_only, run_floor
-from fusion.bench.generator import Dataset, GenOptions, build_dataset
-from fusion.bench.process import PipelineProcess
-from fusion.bench.report import git_commit, machine, rounded
-from fusion.core.config import PipelineConfig
-from fusion.core.config_values import CounterEngineName, SourceFormat
-from fusion.core.events import now_iso
-from fusion.core.settings import Settings
+from fusion.bench import (
+    BenchOptions,
+    Dataset,
+    GenOptions,
+    Mode,
+    PipelineProcess,
+    bench_config,
+    build_dataset,
+    git_commit,
+    machine,
+    median_counter_run,
+    naive,
+    produce_timed,
+    rounded,
+    run_counter_only,
+    run_floor,
+)
+from fusion.core import CounterEngineName, PipelineConfig, Settings, now_iso
 from fusion.elastic import client as es_client
 from fusion.kafka import lag
-from fusion.kafka.producer import Publisher
-from fusion.observe.figures import Figures
-from fusion.observe.metrics import percentiles
+from fusion.observe import Figures, percentiles
 from fusion.ops import teardown
 from fusion.topology import reads, topology_of
 
-Mode = Literal["naive", "counted", "batched"]
-MODES: tuple[Mode, ...] = ("naive", "counted", "batched")
 # The counter alone runs on each engine; the modes run on the default (jvm).
 ENGINES: tuple[CounterEngineName, ...] = ("jvm", "python")
-
-SOURCE_NAMES = [
-    "billing", "insurance", "medicine", "treatment", "lab", "pharmacy", "radiology", "admission",
-]  # fmt: skip
-_PIPELINE = {
-    "naive": {},  # run as `fusion run --only naive`: see run_mode
-    "counted": {"lookup": "per-source"},
-    "batched": {"lookup": "batched"},
-}
-
-
-@dataclass(frozen=True)
-class BenchOptions:
-    keys: int
-    sources: int
-    modes: tuple[Mode, ...] = MODES
-    seed: int = 42
-    runs: int = 1
-    # Records per second to produce at; 0 sends everything at once (a burst).
-    rate: float = 0.0
-    # Records per micro-batch and query (the pipeline's default when None).
-    max_offsets: int | None = None
-    # First this many bursts of the same size on other keys, unmeasured: the measured burst
-    # meets a running pipeline whose JVM compiled (some of) its hot code, as a burst in
-    # production does. 0: a burst into a fresh process.
-    warm: int = 0
-    format: SourceFormat = "json"  # "debezium": each record a change event of its row
-    pipeline: tuple[tuple[str, str], ...] = ()  # [pipeline] options from the command line (--set)
 
 
 @dataclass
@@ -104,21 +80,6 @@ class ModeResult:
     driver_jvm_peak_mb: int | None = None
     ratio_to_floor: float | None = None
     counters: dict[str, int] = field(default_factory=dict)
-
-
-def bench_config(settings: Settings, mode: Mode, options: BenchOptions, tag: str) -> PipelineConfig:
-    """A pipeline of ``options.sources`` sources, named for one mode of one run, on fresh topics."""
-    sources = options.sources
-    extra = [f"s{i + 1}" for i in range(sources)]
-    names = SOURCE_NAMES[:sources] if sources <= len(SOURCE_NAMES) else extra
-    name = f"bench-{mode}-{tag}"
-    data = settings.model_dump(mode="python")
-    data["pipeline"] = {"name": name, "key_field": "txn_id", **_PIPELINE[mode]}
-    data["pipeline"].update(options.pipeline)
-    if options.max_offsets:
-        data["pipeline"]["max_offsets_per_trigger"] = options.max_offsets
-    data["sources"] = [{"name": n, "topic": f"{name}.{n}", "format": options.format} for n in names]
-    return PipelineConfig.model_validate(data)
 
 
 def run_mode(
@@ -196,27 +157,6 @@ def _count(es: Elasticsearch, index: str) -> int:
     # 503: the index exists but its shard has not started yet.
     found = es.options(ignore_status=(404, 503)).count(index=index)
     return int(found.get("count", 0))
-
-
-def produce_timed(
-    config: PipelineConfig, dataset: Dataset, rate: float, due: float | None = None
-) -> tuple[float, dict[str, float]]:
-    """Send at ``rate`` per second if set, the first record ``due`` (epoch s; late: catch
-    up) if given; return when the first was due and each key's last send time."""
-    publisher = Publisher(config.kafka, {"linger.ms": 5, "batch.num.messages": 10_000})
-    last_send: dict[str, float] = {}
-    first = time.time() if due is None else due
-    # Pace in steps of up to 100 records, at least 50 steps a second.
-    every = max(1, min(100, int(rate / 50)))
-    for sent, (topic, key, value) in enumerate(dataset.records):
-        if rate and sent % every == 0:  # ahead of schedule: wait for it
-            ahead = first + sent / rate - time.time()
-            if ahead > 0:
-                time.sleep(ahead)
-        publisher.send(topic, key, value)
-        last_send[key] = time.time()
-    publisher.flush()
-    return first, last_send
 
 
 def _enriched_times(es: Elasticsearch, config: PipelineConfig) -> dict[str, float]:

@@ -45,10 +45,16 @@ from typing import Any
 from elasticsearch import helpers
 
 from fusion import pipeline
-from fusion.bench.generator import bench_publisher, produce
-from fusion.bench.process import PipelineProcess
-from fusion.bench.proctree import cores_between, cpu_by_part
-from fusion.bench.report import git_commit, machine
+from fusion.bench import (
+    PipelineProcess,
+    bench_publisher,
+    cores_between,
+    cpu_by_part,
+    git_commit,
+    machine,
+    produce,
+    server_pids,
+)
 from fusion.bench.runs.fanout_report import median_run
 from fusion.bench.runs.fanout_steps import (
     Warm,
@@ -61,14 +67,10 @@ from fusion.bench.runs.fanout_steps import (
     wave,
     with_brand,
 )
-from fusion.bench.soak.servers import server_pids
-from fusion.core.config import PipelineConfig
-from fusion.core.config_tables import PipelineSection
-from fusion.core.events import now_iso
-from fusion.core.settings import Settings
+from fusion.core import PipelineConfig, PipelineSection, Settings, now_iso
 from fusion.elastic import client as es_client
 from fusion.kafka import lag
-from fusion.observe.figures import Figures
+from fusion.observe import Figures
 from fusion.ops import teardown
 from fusion.topology import reads, topology_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusion.bench.report import lower_median
+from fusion.bench import lower_median
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from fusion.bench.report import lower_median
-from fusion.core.config import PipelineConfig
+from fusion.bench import lower_median
+from fusion.core import PipelineConfig
 
 Send = Callable[[Sequence[tuple[str, str, bytes]]], int]
 

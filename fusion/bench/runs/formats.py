@@ -25,15 +25,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fusion.bench.baselines import run_floor
-from fusion.bench.generator import GenOptions, build_dataset
-from fusion.bench.report import git_commit, machine
-from fusion.bench.runs.burst import BenchOptions, bench_config, run_mode
-from fusion.bench.sustain.options import SustainOptions
-from fusion.bench.sustain.run import run_sustain
-from fusion.core.config_values import SourceFormat
-from fusion.core.events import now_iso
-from fusion.core.settings import Settings
+from fusion.bench import (
+    BenchOptions,
+    GenOptions,
+    bench_config,
+    build_dataset,
+    git_commit,
+    machine,
+    run_floor,
+)
+from fusion.bench.runs.burst import run_mode
+from fusion.bench.sustain import SustainOptions, run_sustain
+from fusion.core import Settings, SourceFormat, now_iso
 
 FORMATS: tuple[SourceFormat, ...] = ("json", "debezium")
 

@@ -22,15 +22,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fusion.bench.errors import IdleError
-from fusion.bench.generator import produce
-from fusion.bench.process import PipelineProcess, started_on_fresh_topics
-from fusion.bench.proctree import tree_cpu_seconds
-from fusion.bench.report import git_commit, machine, write_text_files
-from fusion.bench.runs.burst import BenchOptions, bench_config
-from fusion.core.config import PipelineConfig
-from fusion.core.events import now_iso
-from fusion.core.settings import Settings
+from fusion.bench import (
+    BenchOptions,
+    IdleError,
+    PipelineProcess,
+    bench_config,
+    git_commit,
+    machine,
+    produce,
+    started_on_fresh_topics,
+    tree_cpu_seconds,
+    write_text_files,
+)
+from fusion.core import PipelineConfig, Settings, now_iso
 from fusion.kafka import client as kafka_client
 
 SOURCES = 3

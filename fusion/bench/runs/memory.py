@@ -29,24 +29,26 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError
 
-from fusion.bench.generator import GenOptions, build_dataset, produce
-from fusion.bench.jvm_memory import (
+from fusion.bench import (
     DIRECT,
     DRIVER_OPTIONS,
     HEAP,
     NMT_OPTION,
+    BenchOptions,
+    GenOptions,
+    bench_config,
+    build_dataset,
+    git_commit,
     jvm_limits_mb,
     live_heap_peak_mb,
+    machine,
     native_peaks,
+    produce,
+    started_on_fresh_topics,
+    watch_peaks,
+    write_text_files,
 )
-from fusion.bench.process import started_on_fresh_topics
-from fusion.bench.proctree import watch_peaks
-from fusion.bench.report import git_commit, machine, write_text_files
-from fusion.bench.runs.burst import BenchOptions, bench_config
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import FusionError
-from fusion.core.events import now_iso
-from fusion.core.settings import Settings
+from fusion.core import FusionError, PipelineConfig, Settings, now_iso
 from fusion.elastic import client as es_client
 from fusion.kafka import lag
 from fusion.observe import names

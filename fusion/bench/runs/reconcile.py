@@ -18,13 +18,18 @@ from typing import Any
 from elasticsearch import helpers
 
 from fusion import pipeline
-from fusion.bench.errors import PipelineProcessError
-from fusion.bench.generator import GenOptions, build_dataset
-from fusion.bench.process import timed_command
-from fusion.bench.report import git_commit, machine, write_text_files
-from fusion.bench.runs.burst import BenchOptions, bench_config
-from fusion.core.events import now_iso
-from fusion.core.settings import Settings
+from fusion.bench import (
+    BenchOptions,
+    GenOptions,
+    PipelineProcessError,
+    bench_config,
+    build_dataset,
+    git_commit,
+    machine,
+    timed_command,
+    write_text_files,
+)
+from fusion.core import Settings, now_iso
 from fusion.elastic import client as es_client
 from fusion.ops import teardown
 

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fusion.bench.report import _mode
-from fusion.bench.runs.burst import MODES, BenchOptions, run_bench
-from fusion.core.settings import Settings
+from fusion.bench import MODES, BenchOptions, mode_result
+from fusion.bench.runs.burst import run_bench
+from fusion.core import Settings
 
 # (keys, sources) points of the scaling curve: K grows at N = 4, N grows at K = 14,000.
 SCALE_POINTS = ((1_000, 4), (14_000, 4), (100_000, 4), (14_000, 2), (14_000, 8))
@@ -54,7 +54,7 @@ def scale_chart(reports: list[dict[str, Any]], path: Path) -> None:
     for column, (axis, points, label) in enumerate(series):
         points = sorted(points, key=lambda r: r[axis])
         for mode in MODES:
-            runs = [(r[axis], m) for r in points if (m := _mode(r, mode)) is not None]
+            runs = [(r[axis], m) for r in points if (m := mode_result(r, mode)) is not None]
             xs = [x for x, _ in runs]
             per_key = [m["requests_per_key"] for _, m in runs]
             wall = [m["wall_seconds"] for _, m in runs]

@@ -19,16 +19,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from acks.contract import Ack
+from acks import Ack
 from fusion import pipeline
-from fusion.bench.errors import PipelineProcessError
-from fusion.bench.process import PipelineProcess, timed_command
-from fusion.bench.report import git_commit, machine, write_text_files
-from fusion.bench.runs.burst import BenchOptions, bench_config
-from fusion.core.config import PipelineConfig
-from fusion.core.events import now_iso, now_utc
-from fusion.core.settings import Settings
-from fusion.kafka.producer import Publisher
+from fusion.bench import (
+    BenchOptions,
+    PipelineProcess,
+    PipelineProcessError,
+    bench_config,
+    git_commit,
+    machine,
+    timed_command,
+    write_text_files,
+)
+from fusion.core import PipelineConfig, Settings, now_iso, now_utc
+from fusion.kafka import Publisher
 from fusion.ops import teardown
 
 SOURCES = 4

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fusion.observe.metrics import percentiles
+from fusion.observe import percentiles
 
 FLAT_SHARE = 0.10  # of the series' mean, per hour
 # Per hour, whatever the mean: what a series may drift and still count as flat.

@@ -33,19 +33,21 @@ from pathlib import Path
 from typing import Any
 
 from fusion import pipeline
-from fusion.bench.process import PipelineProcess
-from fusion.bench.report import git_commit, machine
-from fusion.bench.runs.burst import BenchOptions, bench_config, produce_timed
+from fusion.bench import (
+    BenchOptions,
+    Outputs,
+    PipelineProcess,
+    bench_config,
+    git_commit,
+    machine,
+    produce_timed,
+    restart_elasticsearch,
+    servers_rss_mb,
+)
 from fusion.bench.soak.report import Sample, flatness, windows
-from fusion.bench.soak.servers import Outputs, restart_elasticsearch, servers_rss_mb
-from fusion.bench.sustain.options import SustainOptions
-from fusion.bench.sustain.run import run_sustain
-from fusion.bench.sustain.step import steady_dataset
-from fusion.core.config import PipelineConfig
-from fusion.core.events import now_iso
-from fusion.core.machine import procfs
-from fusion.core.machine.ports import free_port
-from fusion.core.settings import Settings
+from fusion.bench.sustain import SustainOptions, run_sustain, steady_dataset
+from fusion.core import PipelineConfig, Settings, now_iso
+from fusion.core.machine import free_port, procfs
 from fusion.kafka import lag
 from fusion.ops import teardown
 from fusion.topology import reads, topology_of

@@ -17,10 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.bench.baselines import run_floor
-from fusion.bench.generator import GenOptions, build_dataset
-from fusion.core.config import PipelineConfig
-from fusion.core.settings import Settings
+from fusion.bench import GenOptions, build_dataset, run_floor
+from fusion.core import PipelineConfig, Settings
 
 # Keys per floor measurement: 100,000 documents at N = 4, a few seconds here; enough
 # that the bulk's own start is no part of the rate.

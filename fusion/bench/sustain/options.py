@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusion.bench.sustain.floor import FLOOR_KEYS
-from fusion.core.config_values import SourceFormat
+from fusion.core import SourceFormat
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fusion.bench.report import set_lines, write_files
+from fusion.bench import set_lines, write_files
 from fusion.bench.sustain.floor import median_of_runs, share
 
 

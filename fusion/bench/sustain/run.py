@@ -36,17 +36,22 @@ from pathlib import Path
 from typing import Any
 
 from fusion import pipeline
-from fusion.bench.hops import TopicTimes
-from fusion.bench.meter import Objective, Step, summary
-from fusion.bench.process import PipelineProcess
-from fusion.bench.report import git_commit, machine
-from fusion.bench.runs.burst import BenchOptions, bench_config
+from fusion.bench import (
+    BenchOptions,
+    Objective,
+    PipelineProcess,
+    Step,
+    TopicTimes,
+    bench_config,
+    git_commit,
+    machine,
+    summary,
+)
 from fusion.bench.sustain import floor as sustain_floor
 from fusion.bench.sustain.floor import Floor
 from fusion.bench.sustain.options import SustainOptions
 from fusion.bench.sustain.step import StepMeter, spark_phases
-from fusion.core.events import now_iso
-from fusion.core.settings import Settings
+from fusion.core import Settings, now_iso
 from fusion.ops import teardown
 from fusion.topology import topology_of
 

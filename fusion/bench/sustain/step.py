@@ -11,19 +11,29 @@ import random
 import threading
 import time
 
-from fusion.bench.errors import SustainError
-from fusion.bench.generator import Dataset, GenOptions, build_dataset
-from fusion.bench.hops import TopicTimes, hop_summary
-from fusion.bench.meter import SAMPLE_SECONDS, Objective, Seen, Sent, Step, judge
-from fusion.bench.process import PipelineProcess
-from fusion.bench.proctree import cores_between, cpu_snapshot
-from fusion.bench.runs.burst import produce_timed
-from fusion.bench.soak.servers import server_pids
+from fusion.bench import (
+    SAMPLE_SECONDS,
+    Dataset,
+    GenOptions,
+    Objective,
+    PipelineProcess,
+    Seen,
+    Sent,
+    Step,
+    SustainError,
+    TopicTimes,
+    build_dataset,
+    cores_between,
+    cpu_snapshot,
+    hop_summary,
+    judge,
+    produce_timed,
+    server_pids,
+)
 from fusion.bench.sustain.options import SustainOptions
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.kafka import lag
-from fusion.observe import names
-from fusion.observe.figures import Figures
+from fusion.observe import Figures, names
 from fusion.topology import reads, topology_of
 
 

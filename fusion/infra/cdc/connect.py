@@ -23,12 +23,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fusion.infra.artifacts import Coordinate, maven_copy, staging
+from fusion.infra import (
+    Coordinate,
+    InfraError,
+    ManagedProcess,
+    ServerStartError,
+    java_home,
+    log4j2_config,
+    maven_copy,
+    staging,
+)
 from fusion.infra.cdc.postgres import slot_name
-from fusion.infra.errors import InfraError, ServerStartError
-from fusion.infra.java import java_home
-from fusion.infra.kafka import log4j2_config
-from fusion.infra.process import ManagedProcess
 
 CONNECT_VERSION = "4.3.0"
 DEBEZIUM_VERSION = "3.6.1.Final"

@@ -21,9 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fusion.infra.accounts import run_as
-from fusion.infra.errors import ServerStartError, ToolMissingError
-from fusion.infra.process import ManagedProcess
+from fusion.infra import ManagedProcess, ServerStartError, ToolMissingError, run_as
 
 PG_USER = "fusion-pg"  # the system user the cluster runs as when we are root
 PG_ROLE = "fusion"  # the database superuser Fusion and the connector log in as

@@ -12,14 +12,13 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
+from fusion.infra import InfraError, ServerStartError, ServiceStatus, reuse
 from fusion.infra.cdc.connect import CONNECT_VERSION, DEBEZIUM_VERSION, LocalConnect, fetch_connect
 from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE, LocalPostgres
-from fusion.infra.errors import InfraError, ServerStartError
-from fusion.infra.services import ServiceStatus, reuse
 
-CdcService = LocalPostgres | LocalConnect
+CdcService: TypeAlias = LocalPostgres | LocalConnect
 
 
 def cdc_services(state_dir: Path, artifacts: Path, state: dict[str, Any]) -> list[CdcService]:

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fusion.infra import ComposeError, ServiceNotHealthyError
 from fusion.infra.containers.engine import Engine
-from fusion.infra.errors import ComposeError, ServiceNotHealthyError
 
 LOG_LINES = 15
 

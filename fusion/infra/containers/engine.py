@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusion.infra.errors import BuildStepError, EngineError
+from fusion.infra import BuildStepError, EngineError
 
 BASE_IMAGE = "fusion-base:bookworm"
 PROJECT_IMAGE = "fusion:latest"
@@ -228,7 +228,7 @@ def _scratch() -> Iterator[Path]:
 
 def _trust_files(target: Path) -> None:
     """The host's CA bundle and JDK trust store, where Dockerfile.offline copies them from."""
-    from fusion.infra.java import java_home
+    from fusion.infra import java_home
 
     if not HOST_CA_BUNDLE.is_file():
         raise EngineError(f"{HOST_CA_BUNDLE} is missing: install ca-certificates on this machine")

@@ -23,10 +23,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fusion.infra.artifacts import Coordinate, maven_file, staging
-from fusion.infra.java import java_home
-from fusion.infra.process import ManagedProcess
-from fusion.infra.services import ServiceStatus, reuse, wait_healthy
+from fusion.infra import (
+    Coordinate,
+    ManagedProcess,
+    ServiceStatus,
+    java_home,
+    maven_file,
+    reuse,
+    staging,
+    wait_healthy,
+)
 
 REGISTRY_VERSION = "3.0.9"
 APICURIO = Coordinate(

@@ -28,8 +28,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from fusion.infra.errors import ClassArchiveError
-from fusion.infra.java import java_home
+from fusion.infra import ClassArchiveError, java_home
 
 # The JVM option that maps an archive, and the one that writes it on exit.
 USE_OPTION = "-XX:SharedArchiveFile"

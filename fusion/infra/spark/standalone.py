@@ -17,12 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fusion.core.machine.ports import port_is_free
-from fusion.infra.elasticsearch import get_json
-from fusion.infra.errors import InfraError, PortInUseError, ServerStartError
-from fusion.infra.java import java_home
-from fusion.infra.process import ManagedProcess
-from fusion.infra.services import ServiceStatus, companion_port, spark_version
+from fusion.core.machine import port_is_free
+from fusion.infra import (
+    InfraError,
+    ManagedProcess,
+    PortInUseError,
+    ServerStartError,
+    ServiceStatus,
+    companion_port,
+    get_json,
+    java_home,
+    spark_version,
+)
 
 
 @dataclass(frozen=True)

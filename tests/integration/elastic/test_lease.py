@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 from elasticsearch import Elasticsearch
 
-from fusion.core.holder import Holder
+from fusion.core.machine.holder import Holder
 from fusion.elastic.errors import AlreadyRunningError, LeaseLostError
 from fusion.elastic.lease import Lease
 from tests.integration.runs import timed

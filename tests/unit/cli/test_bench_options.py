@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fusion.bench.runs.burst import BenchOptions, bench_config
+from fusion.bench.setup import BenchOptions, bench_config
 from fusion.bench.sustain.options import SustainOptions
 from fusion.cli import bench_commands, parser
 from fusion.core.errors import ConfigError

@@ -7,8 +7,8 @@ import os
 import subprocess
 import time
 
-from fusion.core.holder import Holder
 from fusion.core.machine import procfs
+from fusion.core.machine.holder import Holder
 
 
 def test_this_process_is_alive_to_itself_and_round_trips_through_its_document() -> None:

@@ -8,7 +8,7 @@ from fusion.core.config_dimensions import Reference
 from fusion.core.events import iso_from_ms
 from fusion.counter.decisions import AckSeen, Now, Rules, decide, restored_timer
 from fusion.counter.key_state import Seen
-from fusion.counter.restore import Doc, History, rebuilt_state
+from fusion.counter.rebuild.keys import Doc, History, rebuilt_state
 
 NOW = Now(iso_from_ms(1_767_225_600_000), 1_767_225_600_000)
 FIRED = "2026-01-01T00:00:00.000000Z"
@@ -105,7 +105,8 @@ def test_a_key_unfired_by_a_delete_waits_without_a_deadline_as_the_live_counter_
 
 
 def test_the_rebuilds_rows_have_arrow_schemas_and_a_tombstone_reads_as_deleted() -> None:
-    from fusion.counter import rebuild, rebuild_scan
+    from fusion.counter.rebuild import plan as rebuild
+    from fusion.counter.rebuild import scans as rebuild_scan
 
     documents = rebuild_scan.arrow(rebuild.DOC_SCHEMA)  # every column type the scan writes
     assert documents.field("deleted").type == "bool"
@@ -149,7 +150,7 @@ def test_a_fired_keys_slot_is_the_row_its_latest_event_names_with_its_changes() 
 
 
 def test_a_key_never_fired_has_the_slots_its_documents_name() -> None:
-    from fusion.counter import rebuild_slots
+    from fusion.counter.rebuild import slots as rebuild_slots
 
     hit = {"_id": "7", "_version": 10, "_source": {"id": 7, "fusion": {"refs": {"brand": "A"}}}}
     references = (Reference("item", "brand", "brand_id"), Reference("item", "tax", "tax_id"))
@@ -172,7 +173,7 @@ def test_a_key_never_fired_has_the_slots_its_documents_name() -> None:
 
 def test_an_events_refs_read_as_arrow_hands_them_over() -> None:
     from fusion.core.events import RefPart
-    from fusion.counter import rebuild
+    from fusion.counter.rebuild import plan as rebuild
 
     arrow_map = [("brand", {"id": "A", "version": 50, "changes": None})]  # pyarrow's map
     assert rebuild._refs(arrow_map) == {"brand": RefPart(id="A", version=50, changes=0)}

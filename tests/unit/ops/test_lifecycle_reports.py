@@ -8,7 +8,7 @@ from fusion.counter.key_state import KeyState, Seen
 from fusion.counter.state import StateSummary
 from fusion.enricher.document import FoundDoc
 from fusion.ops import explain, status
-from fusion.ops.reconcile import needs_enrichment
+from fusion.ops.reconcile_slice import needs_enrichment
 
 CONFIG = PipelineConfig.model_validate(
     {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -77,3 +79,21 @@ def test_nothing_in_the_zip_imports_a_module_the_zip_leaves_out() -> None:
         if (found := imports(path, everything, load_time=True)) - modules
     }
     assert missing == {}
+
+
+def test_a_package_hands_its_names_on_from_the_zip(tmp_path: Path) -> None:
+    """Executors import Fusion from the zip: each package reads its surface there too
+    (:mod:`fusion.core.surface`), with no file of it on disk."""
+    built = shipping.package_zip(tmp_path)
+    probe = (
+        "import sys; "
+        f"sys.path = [{str(built)!r}] + [p for p in sys.path if p not in ('', {str(ROOT)!r})]; "
+        "sys.meta_path = [f for f in sys.meta_path if '__editable__' not in repr(f)]; "
+        "from fusion.core import PipelineConfig; from indexers import index_spec; "
+        "import fusion.core; print(fusion.core.__file__, PipelineConfig.__module__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [f"{built}/fusion/core/__init__.py", "fusion.core.config"]

@@ -9,7 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fusion.bench.generator import GenOptions, build_dataset
-from fusion.bench.runs.burst import BenchOptions, bench_config
+from fusion.bench.setup import BenchOptions, bench_config
 from fusion.bench.sustain import report as sustain_report
 from fusion.bench.sustain.floor import Floor, as_rows, median_of_runs, with_fractions
 from fusion.core.settings import Settings

@@ -4,7 +4,7 @@ A key's slot is what its referrer's document names (``fusion.refs.<dimension>``,
 at the document's version) and what the dimension's index holds of that row
 (its version and content digest, or nothing). The referrer's scan gives the
 first (:func:`slot_docs`), a scan of each dimension's index the second; Spark
-joins them by dimension and id (JVM), and :func:`fusion.counter.restore.Doc.seen`
+joins them by dimension and id (JVM), and :func:`fusion.counter.rebuild.keys.Doc.seen`
 makes each a slot.
 """
 
@@ -14,11 +14,9 @@ from collections.abc import Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from fusion.core.config import RESERVED_FIELD, PipelineConfig
-from fusion.core.config_dimensions import Reference
-from fusion.counter.rebuild_scan import arrow, hits_of, slices
-from indexers.dimensions import row_of
-from indexers.records import is_tombstone
+from fusion.core import RESERVED_FIELD, PipelineConfig, Reference
+from fusion.counter.rebuild.scans import arrow, hits_of, slices
+from indexers import is_tombstone, row_of
 
 if TYPE_CHECKING:
     import pyarrow as pa

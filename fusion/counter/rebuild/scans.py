@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
+from fusion.elastic import RetryPolicy, scan
 from fusion.elastic import client as es_client
-from fusion.elastic import scan
-from fusion.elastic.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import pyarrow as pa

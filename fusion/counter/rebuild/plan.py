@@ -11,7 +11,7 @@ plan of Spark jobs whose per-record work runs on the executors:
    Spark's Kafka source and parsed by ``from_json``, reduced per key to its
    fire, its report and its latest event's versions (JVM aggregates);
 3. **state**: both joined by key (JVM), each key's state built by
-   :func:`fusion.counter.restore.rebuilt_state` in a Python task.
+   :func:`fusion.counter.rebuild.keys.rebuilt_state` in a Python task.
 
 The driver reads nothing of it: Spark evaluates the plan in the query's
 first batch.
@@ -25,16 +25,13 @@ from collections.abc import Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from fusion.core.config import RESERVED_FIELD, PipelineConfig
-from fusion.core.events import RefPart, iso_from_ms
-from fusion.counter import rebuild_slots
-from fusion.counter.decisions import Now
-from fusion.counter.key_state import STATE_COLUMNS
-from fusion.counter.rebuild_scan import arrow, hits_of, slices
-from fusion.counter.restore import Doc, History, rebuilt_state
+from fusion.core import RESERVED_FIELD, PipelineConfig, RefPart, iso_from_ms
+from fusion.counter import STATE_COLUMNS, Now
+from fusion.counter.rebuild import slots
+from fusion.counter.rebuild.keys import Doc, History, rebuilt_state
+from fusion.counter.rebuild.scans import arrow, hits_of, slices
 from fusion.kafka import lag
-from indexers.dimensions import record_content
-from indexers.records import content_digest, is_tombstone
+from indexers import content_digest, is_tombstone, record_content
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -74,7 +71,7 @@ def documents(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     docs = parts.mapInArrow(partial(_scan, config), DOC_SCHEMA)
     if not config.dimensions:
         return docs
-    return rebuild_slots.with_rows(spark, config, docs)
+    return slots.with_rows(spark, config, docs)
 
 
 def history(spark: SparkSession, config: PipelineConfig) -> DataFrame:
@@ -161,7 +158,7 @@ def _scan(config: PipelineConfig, batches: Iterator[pa.RecordBatch]) -> Iterator
         references = config.references_from(source)
         rows = [_doc(hit, source) for hit in hits]
         if references:
-            rows += [slot for hit in hits for slot in rebuild_slots.slot_docs(hit, references)]
+            rows += [slot for hit in hits for slot in slots.slot_docs(hit, references)]
         yield pa.RecordBatch.from_pylist(rows, schema=arrow(DOC_SCHEMA))
 
 

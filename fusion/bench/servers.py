@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from fusion.bench.hops import TopicFollower
-from fusion.core.config import PipelineConfig
+from fusion.core import PipelineConfig
 from fusion.core.machine import procfs
-from fusion.infra.runtime import LocalRuntime
+from fusion.infra import LocalRuntime
 
 
 class Outputs(TopicFollower):

@@ -27,10 +27,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from fusion.core.events import RefPart
-from fusion.counter.decisions import Now
-from fusion.counter.key_state import KeyState, Seen
-from indexers.dimensions import slot_digest
+from fusion.core import RefPart
+from fusion.counter import KeyState, Now, Seen
+from indexers import slot_digest
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from fusion.core.events import now_iso
+from fusion.core import now_iso
 from fusion.core.machine import procfs
 
 Liveness = Literal["alive", "gone", "unknown"]
