@@ -36,7 +36,7 @@ from fusion.enricher.spec import EnrichSpec, PartSource
 from fusion.observe import Metrics, names
 from indexers import is_tombstone
 
-Found = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
+DocsByKey = dict[str, dict[str, FoundDoc]]  # key -> source name -> document
 RowIds = Mapping[str, Mapping[str, str]]  # key -> dimension -> the id of the row it names
 Target = tuple[str, PartSource | None]  # a document's _id, and its source (None: enriched)
 # Where a key's enriched document is found: a name no source may have.
@@ -52,7 +52,7 @@ def fetch(
     retry: RetryPolicy | None = None,
     rows: RowIds | None = None,
     written: bool = False,
-) -> Found:
+) -> DocsByKey:
     """Documents of every source for ``keys``; a key lacks the sources not found.
 
     A dimension's row is looked up by the id ``rows`` gives for the key (docs/dimensions.md),
@@ -79,11 +79,11 @@ def _wanted(spec: EnrichSpec, keys: Sequence[str], rows: RowIds) -> list[Target]
     return wanted + [(ref, spec.source(dim)) for dim, ref in named]
 
 
-def _place(spec: EnrichSpec, keys: Sequence[str], rows: RowIds, fetched: Found) -> Found:
+def _place(spec: EnrichSpec, keys: Sequence[str], rows: RowIds, fetched: DocsByKey) -> DocsByKey:
     """``fetched`` (by _id, then source) as each key's documents: its own sources' (by the
     key), and the dimension rows it names (by their ids)."""
     dimensions = set(spec.dimensions)
-    found: Found = {}
+    found: DocsByKey = {}
     for key in keys:
         found[key] = {n: d for n, d in fetched.get(key, {}).items() if n not in dimensions}
         for dim, ref in rows.get(key, {}).items():
@@ -113,8 +113,8 @@ def _per_source(
     targets: Sequence[Target],
     metrics: Metrics,
     retry: RetryPolicy,
-) -> Found:
-    fetched: Found = {}
+) -> DocsByKey:
+    fetched: DocsByKey = {}
     for doc_id, source in targets:
         index = _index(spec, source)
         get = partial(es.get, index=index, id=doc_id, source=source is not None)
@@ -132,7 +132,9 @@ def _index(spec: EnrichSpec, source: PartSource | None) -> str:
     return spec.enriched_index if source is None else source.index
 
 
-def _keep(fetched: Found, doc_id: str, source: PartSource | None, hit: Mapping[str, Any]) -> None:
+def _keep(
+    fetched: DocsByKey, doc_id: str, source: PartSource | None, hit: Mapping[str, Any]
+) -> None:
     if source is None:
         fetched.setdefault(doc_id, {})[WRITTEN] = FoundDoc({}, hit["_version"])
     else:
@@ -168,8 +170,8 @@ def _batched(
     targets: Sequence[Target],
     metrics: Metrics,
     retry: RetryPolicy,
-) -> Found:
-    fetched: Found = {}
+) -> DocsByKey:
+    fetched: DocsByKey = {}
     for chunk in _chunks(targets, spec.mget_chunk):
         docs = [_doc(spec, doc_id, source) for doc_id, source in chunk]
         indexes = ",".join(sorted({doc["_index"] for doc in docs}))

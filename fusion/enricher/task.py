@@ -215,7 +215,7 @@ def _enrich_group(
 def _documents(
     spec: EnrichSpec,
     wanted: dict[str, EnrichRequest],
-    found: lookups.Found,
+    found: lookups.DocsByKey,
     dead: list[DeadLetter],
     metrics: Metrics,
 ) -> list[EnrichedDoc]:
