@@ -166,7 +166,7 @@ def topology_of(config: PipelineConfig) -> Topology:
         single = Query(
             "single",
             SINGLE,
-            tuple(config.input_topics(names, counts=True)),
+            _input_topics(config, names, counts=True),
             (*indexers, COUNTER, ENRICHER),
             sources=names,
             enriches=True,
@@ -174,22 +174,40 @@ def topology_of(config: PipelineConfig) -> Topology:
         return Topology("single", (single,), (SINGLE,), names)
     apart = config.pipeline.enrich_in == "enricher"
     queries = [
-        Query("indexer", ALL_SOURCES, tuple(config.input_topics(names)), indexers, names),
+        Query("indexer", ALL_SOURCES, _input_topics(config, names), indexers, names),
         *(
-            Query(
-                "indexer", indexer_name(s), tuple(config.input_topics([s])), (f"indexer:{s}",), (s,)
-            )
+            Query("indexer", indexer_name(s), _input_topics(config, [s]), (f"indexer:{s}",), (s,))
             for s in names
         ),
         Query(
             "counter",
             COUNTER,
-            tuple(config.counter_topics()),
+            (config.acks_topic, *[config.slots_topic] * bool(config.dimensions)),
             (COUNTER,) if apart else (COUNTER, ENRICHER),
             enriches=not apart,
         ),
     ]
     if apart:
-        queries.append(Query("enricher", ENRICHER, tuple(config.enricher_topics()), (ENRICHER,)))
+        queries.append(Query("enricher", ENRICHER, _enricher_topics(config), (ENRICHER,)))
     default = (ALL_SOURCES, COUNTER, *(ENRICHER,) * apart)
     return Topology("stages", tuple(queries), default, names)
+
+
+def _input_topics(
+    config: PipelineConfig, sources: Sequence[str], counts: bool = False
+) -> tuple[str, ...]:
+    """What an indexer query of ``sources`` reads: their topics, the fan-out topic if it
+    works the fan-outs, and (``counts``: the single query) the slot acks."""
+    topics = [config.topic_of(config.source(s)) for s in sources]
+    topics += [config.fanout_topic] * (config.fanout_source in sources)
+    return (*topics, *[config.slots_topic] * (counts and bool(config.dimensions)))
+
+
+def _enricher_topics(config: PipelineConfig) -> tuple[str, ...]:
+    """Ready events; updates unless ignored; incomplete keys if they get partial documents."""
+    topics = [config.ready_topic]
+    if config.pipeline.on_update == "reenrich":
+        topics.append(config.updates_topic)
+    if config.pipeline.on_timeout == "partial":
+        topics.append(config.incomplete_topic)
+    return tuple(topics)

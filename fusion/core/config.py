@@ -21,12 +21,11 @@ derive from the pipeline name unless set.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from fusion.core.config_dimensions import Dimensional, references_of
+from fusion.core.config_dimensions import Reference, references_of
 from fusion.core.config_tables import PipelineSection, SourceConfig
 from fusion.core.config_values import key_spec
 from fusion.core.connections import check_registry
@@ -48,7 +47,7 @@ STORED_OWN = ("key", "refs", "ts")  # no part of the record; ts: its Kafka times
 MESSAGE_HEADROOM = 64 * 1024
 
 
-class PipelineConfig(Settings, Dimensional):
+class PipelineConfig(Settings):
     """Everything ``fusion run`` needs; build it with :meth:`Settings.load`."""
 
     pipeline: PipelineSection
@@ -97,6 +96,30 @@ class PipelineConfig(Settings, Dimensional):
                 "or keys would be forgotten before their deadline"
             )
         return self
+
+    @property
+    def references(self) -> tuple[Reference, ...]:
+        """Which source names which dimension's rows, by which field (checked at load)."""
+        return references_of(self.sources)
+
+    def references_from(self, source: str) -> tuple[Reference, ...]:
+        """The references of ``source``'s records (none for most sources)."""
+        return tuple(r for r in self.references if r.referrer == source)
+
+    def referrer_of(self, dimension: str) -> str:
+        """The source whose records name ``dimension``'s rows (one, checked at load)."""
+        return next(r.referrer for r in self.references if r.dimension == dimension)
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        """The sources keyed by their own key, joined through a reference."""
+        return tuple(s.name for s in self.sources if s.dimension)
+
+    @property
+    def fanout_source(self) -> str | None:
+        """The source whose indexer query also works the fan-outs: the first that names
+        dimension rows (a fan-out searches its index); None without dimensions."""
+        return min((r.referrer for r in self.references), default=None)
 
     @property
     def required_sources(self) -> tuple[str, ...]:
@@ -219,17 +242,6 @@ class PipelineConfig(Settings, Dimensional):
         """Slot acks, read back by what counts: a replayed batch counts the same ones."""
         return f"{self.name}.slots"
 
-    def input_topics(self, sources: Sequence[str], counts: bool = False) -> list[str]:
-        """What an indexer query of ``sources`` reads: their topics, the fan-out topic if it
-        works the fan-outs, and (``counts``: the single query) the slot acks."""
-        topics = [self.topic_of(self.source(s)) for s in sources]
-        topics += [self.fanout_topic] * (self.fanout_source in sources)
-        return topics + [self.slots_topic] * (counts and bool(self.dimensions))
-
-    def counter_topics(self) -> list[str]:
-        """What the counter query (``layout = "stages"``) reads."""
-        return [self.acks_topic, *[self.slots_topic] * bool(self.dimensions)]
-
     @property
     def markers_topic(self) -> str:
         """Compacted topic of each query's last batch (:mod:`fusion.kafka.exactly_once`)."""
@@ -265,15 +277,6 @@ class PipelineConfig(Settings, Dimensional):
     def checkpoint(self, query: str) -> str:
         """The checkpoint URI of one query (``indexer-<source>``, ``counter``, ``enricher``)."""
         return f"{self.checkpoint_dir}/{query}"
-
-    def enricher_topics(self) -> list[str]:
-        """Ready events; updates unless ignored; incomplete keys if they get partial documents."""
-        topics = [self.ready_topic]
-        if self.pipeline.on_update == "reenrich":
-            topics.append(self.updates_topic)
-        if self.pipeline.on_timeout == "partial":
-            topics.append(self.incomplete_topic)
-        return topics
 
     @property
     def lease_index(self) -> str:

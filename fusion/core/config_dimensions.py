@@ -10,9 +10,9 @@ one line naming the source and the field.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from fusion.core.config_tables import SourceConfig
 from fusion.core.config_values import key_spec
@@ -36,52 +36,6 @@ class Reference:
     def field(self) -> str:
         """Where the pipeline file sets it, for messages."""
         return f"{self.referrer}.references.{self.dimension}"
-
-
-class Dimensional:
-    """What a pipeline config says of its dimensions (a part of :class:`PipelineConfig`).
-
-    Worked out once per list of sources: the enricher asks for a source's
-    references per document it reads, and working them out again (with their
-    load-time checks) took a sixth of its Python workers' time. Kept beside
-    the list they came from, so a copy of the config with other sources
-    (``model_copy``) works them out afresh.
-    """
-
-    sources: list[SourceConfig]
-    __dict__: dict[str, Any]
-
-    def _derived(self, name: str, work: Callable[[list[SourceConfig]], T]) -> T:
-        held = self.__dict__.get(name)
-        if held is None or held[0] is not self.sources:
-            held = (self.sources, work(self.sources))
-            self.__dict__[name] = held  # a frozen model: not through setattr
-        result: T = held[1]
-        return result
-
-    @property
-    def references(self) -> tuple[Reference, ...]:
-        """Which source names which dimension's rows, by which field."""
-        return self._derived("_references", references_of)
-
-    def references_from(self, source: str) -> tuple[Reference, ...]:
-        """The references of ``source``'s records (none for most sources)."""
-        return tuple(r for r in self.references if r.referrer == source)
-
-    def referrer_of(self, dimension: str) -> str:
-        """The source whose records name ``dimension``'s rows (one, checked at load)."""
-        return next(r.referrer for r in self.references if r.dimension == dimension)
-
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        """The sources keyed by their own key, joined through a reference."""
-        return self._derived("_dimensions", lambda s: tuple(x.name for x in s if x.dimension))
-
-    @property
-    def fanout_source(self) -> str | None:
-        """The source whose indexer query also works the fan-outs: the first that names
-        dimension rows (a fan-out searches its index); None without dimensions."""
-        return min((r.referrer for r in self.references), default=None)
 
 
 def references_of(sources: Sequence[SourceConfig]) -> tuple[Reference, ...]:

@@ -100,7 +100,7 @@ class CounterBatch(BatchStage):
         return task_counts(events.publish(batch._jdf, self.spec(job, spark), json.dumps(topics)))
 
 
-def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
+def parsed_acks(spark: SparkSession, config: PipelineConfig, query: Query) -> DataFrame:
     """The ack topic as rows of the fields the counter reads, plus where each ack came from.
 
     Parsed on the executors by ``fusion.counter.AckParser``, which reads each
@@ -113,16 +113,16 @@ def parsed_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """
     from pyspark.sql import DataFrame
 
-    stream = read_with_clock(spark, config, "counter", *config.counter_topics())
+    stream = read_with_clock(spark, config, query.name, *query.reads)
     parser = spark._jvm.fusion.counter.AckParser  # type: ignore[union-attr]
     return DataFrame(parser.parse(stream._jdf), spark)
 
 
-def counted_acks(spark: SparkSession, config: PipelineConfig) -> DataFrame:
+def counted_acks(spark: SparkSession, config: PipelineConfig, query: Query) -> DataFrame:
     """The acks through the counter's keyed state (the configured engine): a row per event.
 
     Its columns: ``kind, key, event, reason, raw, topic, partition, offset``."""
-    acks, rules = parsed_acks(spark, config), Rules.of(config)
+    acks, rules = parsed_acks(spark, config, query), Rules.of(config)
     return engine_of(config).count(acks, rules, restored_state(spark, config))
 
 
@@ -144,7 +144,7 @@ def start_counter(
     clock's ticks are the input that fires deadlines on time.
     """
     stage = CounterBatch(config, metrics, query)
-    return start_with_clock(spark, config, stage, counted_acks(spark, config))
+    return start_with_clock(spark, config, stage, counted_acks(spark, config, query))
 
 
 def start_with_clock(
