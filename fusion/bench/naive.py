@@ -107,6 +107,7 @@ class NaiveMatcher:
 
     def __init__(self, config: PipelineConfig, es: Elasticsearch) -> None:
         self.config = config
+        self.enriched = enrich_spec(config)  # where its enriched documents go
         self.es = es
         self.metrics = Metrics()
         self.retry = RetryPolicy(budget_seconds=config.pipeline.retry_budget_seconds)
@@ -144,7 +145,7 @@ class NaiveMatcher:
         self.metrics.add(names.ENRICHER_ENRICHED, len(written.confirmed))
         self.metrics.add(BULK_REQUESTS, written.requests)
         self.pool.shutdown()
-        records, too_large = enriched_records(enrich_spec(self.config), written.confirmed)
+        records, too_large = enriched_records(self.enriched, written.confirmed)
         dead = dead + written.dead + too_large
         self.metrics.add(DLQ, len(dead))
         return records + dead_letter_records(self.config.dlq_topic, dead, self.config.message_limit)

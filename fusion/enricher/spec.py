@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from elasticsearch import Elasticsearch
 
@@ -52,16 +53,21 @@ class EnrichSpec:
     retry_budget_seconds: float
     elasticsearch: ElasticsearchSettings
 
-    @property
+    # Worked out once per worker: the enrichment asks for them per key and per row.
+    @cached_property
     def source_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.sources)
 
-    @property
+    @cached_property
     def dimensions(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.sources if s.dimension)
 
+    @cached_property
+    def _by_name(self) -> dict[str, PartSource]:
+        return {s.name: s for s in self.sources}
+
     def source(self, name: str) -> PartSource:
-        return next(s for s in self.sources if s.name == name)
+        return self._by_name[name]
 
     def es(self) -> Elasticsearch:
         """This worker's client (kept across tasks)."""
