@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-.PHONY: help install provision test test-es9 test-compose test-containers unit integration lint demo bench bench-scale bench-sustain bench-formats bench-fanout bench-soak bench-memory infra-up infra-down infra-status clean
+.PHONY: help install provision test test-es9 test-compose test-containers unit integration lint demo bench bench-scale bench-sustain bench-formats bench-fanout bench-children bench-soak bench-memory infra-up infra-down infra-status clean
 
 help:
 	@echo "make demo     set everything up, start Kafka + Elasticsearch, run the demo"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-sustain  the highest steady rate kept up with, as a fraction of the floor measured in the same run (3 runs)"
 	@echo "make bench-formats  Debezium change events and Avro vs plain JSON rows, burst and sustained"
 	@echo "make bench-fanout   a dimension row renamed: 10,000 and 100,000 keys enriched again"
+	@echo "make bench-children orders with their lines: a burst, a big order changed, steady changes"
 	@echo "make bench-soak     an hour at half the sustained rate, kill -9 every 10 min, ES restarted once"
 	@echo "make bench-memory   executor peak memory with records of 1 KB and of 500 KB"
 	@echo "make test-es9 the end-to-end, bad-input, lifecycle and reconcile tests on Elasticsearch $(ES9_VERSION)"
@@ -112,6 +113,11 @@ bench-formats: provision
 bench-fanout: provision
 	$(BIN)/fusion infra up
 	$(BIN)/fusion bench fanout --runs 3
+
+# Orders with their lines: a burst, a big order changed, steady changes (docs/children.md).
+bench-children: provision
+	$(BIN)/fusion infra up
+	$(BIN)/fusion bench children --runs 3
 
 # An hour under load: kill -9 every 10 min, Elasticsearch restarted once (docs/benchmark.md).
 bench-soak: provision

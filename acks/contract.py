@@ -14,6 +14,10 @@ record that names the row: its ``source`` is the dimension, its ``version``
 the naming record's, ``ref`` the id it names and ``ref_version`` that row's
 version (0 when the row is not there, which ``deleted`` then says).
 
+A children source's ack (docs/children.md) is keyed by the parent whose
+children changed: ``doc_id`` the child's key, ``deleted`` when the child left
+that parent.
+
 This module owns the schema, the (de)serialisation and the validation. The
 counter reads acks as ``from_json`` with :data:`ACK_SPARK_SCHEMA` would, with
 a faster parser of its own (``fusion.counter.AckParser``), held to

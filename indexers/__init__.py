@@ -9,6 +9,8 @@ from fusion.core.surface import attach
 
 if TYPE_CHECKING:
     from indexers.avro_fields import with_registered_fields as with_registered_fields
+    from indexers.children import PAST_EVERY_ORDER as PAST_EVERY_ORDER
+    from indexers.children import order_value as order_value
     from indexers.dimensions import record_content as record_content
     from indexers.dimensions import row_of as row_of
     from indexers.dimensions import slot_digest as slot_digest

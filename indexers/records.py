@@ -60,6 +60,10 @@ class SourceRecord:
     refs: Mapping[str, str] = field(default_factory=dict)
     # Its Kafka timestamp (epoch ms), kept in fusion.ts: where a key's latency starts.
     record_ms: int | None = None
+    # A children source's row (indexers/children.py): the parent key it names, and its place
+    # as kept in its document's fusion object.
+    parent: str | None = None
+    child: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def where(self) -> tuple[str, int, int]:
@@ -85,7 +89,12 @@ class SourceRecord:
             tombstone = {self.key_field: self.key} if self.key_field else {}
             return json.dumps({**tombstone, RESERVED_FIELD: own}).encode()
         as_read = bool(self.original) and json.detect_encoding(self.original) == "utf-8"
-        if self.stored_key or self.refs or (kept and (RESERVED_FIELD in self.doc or not as_read)):
+        if (
+            self.stored_key
+            or self.refs
+            or self.child
+            or (kept and (RESERVED_FIELD in self.doc or not as_read))
+        ):
             own = self.doc.get(RESERVED_FIELD)
             doc = {**self.doc, RESERVED_FIELD: {**(own if isinstance(own, dict) else {}), **kept}}
             return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
@@ -97,6 +106,7 @@ class SourceRecord:
         """What Fusion keeps in the document's own object: its key, the rows it names, when."""
         kept: dict[str, Any] = {"key": self.key} if self.stored_key else {}
         kept |= {"refs": dict(self.refs)} if self.refs else {}
+        kept |= dict(self.child)
         return kept | ({"ts": self.record_ms} if self.record_ms is not None else {})
 
     @property
@@ -128,7 +138,8 @@ def is_tombstone(doc: Mapping[str, Any]) -> bool:
     own = doc.get(RESERVED_FIELD)
     if not isinstance(own, dict) or own.get("deleted") is not True:
         return False
-    return set(own) - {"ts"} == {"deleted", "key"}
+    # A deleted child keeps where it was (indexers/children.py): "before".
+    return set(own) - {"ts", "before"} == {"deleted", "key"}
 
 
 Parsed = SourceRecord | Tombstone | DeadLetter
@@ -143,6 +154,7 @@ def parse(
     store_key: bool = False,
     schemas: Schemas | None = None,
     declared: Declared | None = None,
+    parent: str | None = None,
 ) -> Parsed:
     """Decode one record, or say why it cannot be indexed.
 
@@ -191,6 +203,12 @@ def parse(
     where = (raw.topic, raw.partition, raw.offset)
     if declared is not None and not deleted and (wrong := type_error(doc, *declared)):
         return dead(wrong, key_text)
+    parent_key = None
+    if parent is not None and not deleted:
+        try:
+            parent_key = key_of(key_spec(parent), doc, raw.key)
+        except InvalidKey as exc:
+            return dead(f"no parent: {exc}", key_text)
     if deleted:
         top = spec.path[0] if not spec.in_record_key and len(spec.path) == 1 else None
         return SourceRecord(
@@ -205,8 +223,9 @@ def parse(
         return dead(f"not valid Unicode text: {_first_line(exc)}", key_text)
     original = raw.value if fmt == "json" else b""
     return SourceRecord(
-        key_text, doc, *where, original, digest, store_key, record_ms=raw.timestamp_ms
-    )
+        key_text, doc, *where, original, digest, store_key, record_ms=raw.timestamp_ms,
+        parent=parent_key,
+    )  # fmt: skip
 
 
 def _first_line(exc: BaseException) -> str:

@@ -38,6 +38,10 @@ class SourceSlice:
     declared: Declared | None  # checked field by field (strict), else None
     references: tuple[Reference, ...]  # the dimension rows its records name
     dimension: bool  # its rows are a dimension's: a change fans out to the keys naming them
+    # A children source's (indexers/children.py): where a row names its parent's key, and the
+    # path its array is ordered by; None for any other source.
+    parent: str | None = None
+    order_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,8 @@ def _source(config: PipelineConfig, name: str) -> SourceSlice:
         declared=source.declared(config.pipeline.strict),
         references=config.references_from(name),
         dimension=bool(source.dimension),
+        parent=source.parent,
+        order_by=(source.order_by or config.key_of(source)) if source.children else None,
     )
 
 

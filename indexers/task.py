@@ -35,6 +35,7 @@ from fusion.elastic import Confirmed, Target, write_documents
 from fusion.observe import Metrics, names
 from fusion.spark import Job, TaskOutput, column
 from fusion.topology import Route
+from indexers import children
 from indexers.avro import Schemas
 from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
 from indexers.fanout import fan_out, worth_a_fanout
@@ -86,7 +87,7 @@ class IndexPartition:
         if route.task == "forward_slot_acks":
             return forward_slot_acks(self.spec.outputs, task, raws)
         assert route.source is not None  # an index route names its source
-        return index_records(self.spec, route.source, raws)
+        return index_records(self.spec, route.source, raws, task_start(job, raws))
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,44 @@ def forward_slot_acks(outputs: Outputs, task: str, raws: list[RawRecord]) -> Ind
     return Indexed(task, out, counts, handed=handed)
 
 
-def index_records(spec: IndexSpec, source: str, raws: list[RawRecord]) -> Indexed:
-    """Steps 1-4 of the module docstring for one Kafka partition's ``raws``."""
+# The first offset of each task's partition in its batch, by (query, batch, topic, partition):
+# a task works its partition a chunk at a time, in offset order, each chunk a call.
+_STARTS: dict[tuple[str, int, str, int], int] = {}
+
+
+def task_start(job: Job, raws: list[RawRecord]) -> int:
+    """The first offset of this task's partition in its batch, whichever chunk ``raws`` is.
+
+    Kept per worker for the batch's tasks (a retried task starts again from its
+    first chunk, in whichever worker); older batches' are dropped.
+    """
+    topic, partition = raws[0].topic, raws[0].partition
+    first = min(raw.offset for raw in raws)
+    batch = job.batch_id if job.batch_id >= 0 else _streaming_batch()
+    if batch is None:
+        return first  # outside a streaming batch: the chunk is the whole input
+    for key in [k for k in _STARTS if k[::2] == (job.query, topic) and k[1] < batch]:
+        del _STARTS[key]
+    key = (job.query, batch, topic, partition)
+    _STARTS[key] = min(_STARTS.get(key, first), first)
+    return _STARTS[key]
+
+
+def _streaming_batch() -> int | None:
+    """The micro-batch this task runs in, as Spark tells its tasks (the single query's index
+    step runs inside the plan, not in a foreachBatch that knows its batch id)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    found = context.getLocalProperty("streaming.sql.batchId") if context is not None else None
+    return int(found) if found is not None else None
+
+
+def index_records(
+    spec: IndexSpec, source: str, raws: list[RawRecord], since: int | None = None
+) -> Indexed:
+    """Steps 1-4 of the module docstring for one Kafka partition's ``raws``; ``since``: the
+    first offset of the partition in this batch (a chunk's own first one if not given)."""
     this = spec.sources[source]
     records: list[SourceRecord] = []
     dead: list[DeadLetter] = []
@@ -127,7 +164,7 @@ def index_records(spec: IndexSpec, source: str, raws: list[RawRecord]) -> Indexe
         for raw in raws:
             parsed = parse(
                 raw, source, this.key, spec.max_record_bytes, this.format, this.stores_key,
-                schemas, this.declared,
+                schemas, this.declared, this.parent,
             )  # fmt: skip
             if isinstance(parsed, SourceRecord):
                 records.append(parsed)
@@ -143,11 +180,22 @@ def index_records(spec: IndexSpec, source: str, raws: list[RawRecord]) -> Indexe
     latest = latest_per_key(records)
     # A dimension's rows as they were: a row written again unchanged needs no fan-out.
     before = _rows_before(spec, source, latest, retries) if this.dimension else {}
+    if this.order_by is not None:
+        # Children: where each row was, read before it moves (indexers/children.py).
+        with retries.timed(names.STAGE_INDEX_CHILDREN):
+            keys = [record.key for record in latest]
+            stored = children.lookup(spec.es(), this.index, keys, spec.retry(), retries)
+            first = min(raw.offset for raw in raws) if since is None else since
+            latest = children.placed(latest, this.order_by, stored, first)
     with retries.timed(names.STAGE_INDEX_WRITE):
         written = write_documents(spec.es(), target, latest, spec.retry(), retries)
     crash_point("indexer.after_bulk")
     dead.extend(written.dead)
-    acks = list(_acks(source, written.confirmed))
+    if this.order_by is not None:
+        acks = list(children.child_acks(source, written.confirmed, now_utc()))
+    else:
+        acks = list(_acks(source, written.confirmed))
+    acked = len(acks)  # a dimension's are fan-outs (below); children ack their parents
     out = dead_letter_records(spec.outputs.dlq, dead, spec.outputs.message_limit)
     if references:
         # Published, not handed on: what counts reads them back from the topic, so a replayed
@@ -174,7 +222,7 @@ def index_records(spec: IndexSpec, source: str, raws: list[RawRecord]) -> Indexe
         names.source_count(source, names.SOURCE_INDEXED): len(written.confirmed),
         names.source_count(source, names.SOURCE_STALE): len(written.stale),
         names.source_count(source, names.SOURCE_BULK_REQUESTS): written.requests,
-        names.source_count(source, names.SOURCE_ACKS): len(written.confirmed),
+        names.source_count(source, names.SOURCE_ACKS): acked,
         names.source_count(source, names.SOURCE_TOMBSTONES): tombstones,
         names.source_count(source, names.SOURCE_DELETED): sum(
             item.record.deleted for item in written.confirmed

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,3 +180,10 @@ def timed_command(
         raise PipelineProcessError(f"`fusion {args[0]}` exited with {process.returncode}", err)
     text = out.decode()
     return Timed(json.loads(text[text.index("{") :]), seconds, dict(watch.peaks))
+
+
+def until(condition: Callable[[], bool], check: Callable[[], None]) -> None:
+    """Poll ``condition`` every half second; ``check`` (a process's) raises if it died."""
+    while not condition():
+        check()
+        time.sleep(0.5)

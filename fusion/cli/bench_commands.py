@@ -85,6 +85,20 @@ def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
     return print_bench(text, report_files.write_text_files(args.out, "fanout", report, text))
 
 
+def bench_children_command(args: argparse.Namespace, settings: Settings) -> int:
+    from fusion.bench import report as report_files
+    from fusion.bench.children import report, run
+
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)
+    keys = {} if args.keys is None else {"orders": args.keys, "steady": args.keys}
+    options = run.ChildrenOptions(runs=args.runs, **keys)
+    with Tracker(err, "children benchmark", "steps", rate=False) as tracker:
+        found = run.run_children(settings, options, on_step=tracker.step)
+    text = report.markdown(found)
+    return print_bench(text, report_files.write_text_files(args.out, "children", found, text))
+
+
 def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import report as report_files
     from fusion.bench.sustain import report as sustain_report
@@ -276,6 +290,7 @@ BENCH_HANDLERS = {
     "bench sustain": bench_sustain_command,
     "bench formats": bench_formats_command,
     "bench fanout": bench_fanout_command,
+    "bench children": bench_children_command,
     "bench soak": bench_soak_command,
     "bench idle": bench_idle_command,
     "bench memory": bench_memory_command,

@@ -104,6 +104,17 @@ def add_bench(bench: argparse.ArgumentParser, common: argparse.ArgumentParser) -
     )
     _out(fanout)
 
+    children = runs.add(
+        "children",
+        "orders with their lines (a children source): a burst, one order's 5,000 lines "
+        "changed at once, and lines changed one by one at a tenth of the floor",
+        "fusion bench children --runs 3",
+        "fusion bench children --keys 1000",
+    )
+    _keys(children, "orders of the burst, and lines changed one by one (10,000)")
+    _runs(children, "runs; each figure is their median (1)")
+    _out(children)
+
     soak = runs.add(
         "soak",
         "--minutes at half the highest sustained rate (or --rate), the pipeline killed with "

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from fusion.core.config import STORED_OWN as STORED_OWN
     from fusion.core.config import STORED_REFS as STORED_REFS
     from fusion.core.config import PipelineConfig as PipelineConfig
-    from fusion.core.config_dimensions import Reference as Reference
     from fusion.core.config_file import write_config as write_config
     from fusion.core.config_tables import PipelineSection as PipelineSection
     from fusion.core.config_tables import SourceConfig as SourceConfig
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from fusion.core.events import now_utc as now_utc
     from fusion.core.faults import ENV_NAMES as ENV_NAMES
     from fusion.core.faults import crash_point as crash_point
+    from fusion.core.relations import Reference as Reference
     from fusion.core.settings import ElasticsearchSettings as ElasticsearchSettings
     from fusion.core.settings import KafkaSettings as KafkaSettings
     from fusion.core.settings import RuntimeSettings as RuntimeSettings

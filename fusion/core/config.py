@@ -25,10 +25,10 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from fusion.core.config_dimensions import Reference, references_of
 from fusion.core.config_tables import PipelineSection, SourceConfig
 from fusion.core.config_values import key_spec
 from fusion.core.connections import check_registry
+from fusion.core.relations import Reference, check_names, check_sources, references_of
 from fusion.core.settings import Settings
 
 # The enriched document's object of Fusion's own fields (fired_at, versions, ...).
@@ -39,7 +39,9 @@ STORED_KEY = f"{RESERVED_FIELD}.key"
 # Where a document keeps the ids of the dimension rows it names (docs/dimensions.md): a
 # keyword per dimension, so that a row's change finds its documents with a term query.
 STORED_REFS = f"{RESERVED_FIELD}.refs"
-STORED_OWN = ("key", "refs", "ts")  # no part of the record; ts: its Kafka timestamp (ms)
+# No part of the record: ts is its Kafka timestamp (ms); a child's place (parent, order,
+# digest, before) is indexers/children.py's.
+STORED_OWN = ("key", "refs", "ts", "parent", "order", "digest", "before")
 
 
 # Room for what a record carries besides its payload: a dead letter's metadata,
@@ -55,28 +57,14 @@ class PipelineConfig(Settings):
 
     @field_validator("sources")
     @classmethod
-    def _unique_sources(cls, sources: list[SourceConfig]) -> list[SourceConfig]:
-        seen: set[str] = set()
-        for source in sources:
-            if source.name in seen:
-                raise ValueError(f"duplicate source name {source.name!r}")
-            seen.add(source.name)
-        references_of(sources)  # the references follow: unknown names, cycles
+    def _check_sources(cls, sources: list[SourceConfig]) -> list[SourceConfig]:
+        check_sources(sources)  # unique names, children, references
         return sources
 
     @model_validator(mode="after")
     def _check_source_names(self) -> PipelineConfig:
-        # The enriched document nests each source under its name, next to the
-        # key field and Fusion's own "fusion" object: a source named like
-        # either would overwrite them.
         check_registry(((s.name, s.format) for s in self.sources), self.registry)
-        for source in self.sources:
-            if source.name in (self.pipeline.key_field, RESERVED_FIELD):
-                raise ValueError(
-                    f"source name {source.name!r} is taken: the enriched document keeps the "
-                    f"key in {self.pipeline.key_field!r} and Fusion's fields in "
-                    f"{RESERVED_FIELD!r}; rename the source"
-                )
+        check_names(self.sources, self.pipeline.key_field, RESERVED_FIELD)
         return self
 
     @model_validator(mode="after")
@@ -116,6 +104,12 @@ class PipelineConfig(Settings):
         return tuple(s.name for s in self.sources if s.dimension)
 
     @property
+    def children(self) -> tuple[str, ...]:
+        """The sources whose rows are a key's children, gathered into an array
+        (docs/children.md)."""
+        return tuple(s.name for s in self.sources if s.children)
+
+    @property
     def fanout_source(self) -> str | None:
         """The source whose indexer query also works the fan-outs: the first that names
         dimension rows (a fan-out searches its index); None without dimensions."""
@@ -125,14 +119,20 @@ class PipelineConfig(Settings):
     def required_sources(self) -> tuple[str, ...]:
         default = self.pipeline.required
         return tuple(
-            s.name for s in self.sources if (s.required if s.required is not None else default)
+            s.name
+            for s in self.sources
+            if not s.children and (s.required if s.required is not None else default)
         )
 
     @property
     def timeouts(self) -> dict[str, float | None]:
-        """Each source's completion timeout in seconds (None: wait as long as state lives)."""
+        """Each source's completion timeout in seconds (None: wait as long as state lives).
+        Children are not waited for: theirs is None."""
         default = self.pipeline.timeout
-        return {s.name: s.timeout if s.timeout is not None else default for s in self.sources}
+        return {
+            s.name: None if s.children else s.timeout if s.timeout is not None else default
+            for s in self.sources
+        }
 
     @property
     def max_record_bytes(self) -> int:
@@ -143,11 +143,13 @@ class PipelineConfig(Settings):
         """The largest key + value a stage publishes whole to one of its output topics.
 
         An enriched document joins up to N source records of up to
-        ``max_record_bytes`` each; a dead letter carries one record plus its
+        ``max_record_bytes`` each, and children arrays of up to
+        ``max_children_bytes`` each; a dead letter carries one record plus its
         metadata. An output still larger (JSON escaping can grow a record)
         becomes a dead letter whose original is cut (:mod:`fusion.core.events`).
         """
-        return (len(self.sources) + 1) * self.max_record_bytes + MESSAGE_HEADROOM
+        arrays = self.pipeline.max_children_bytes * len(self.children)
+        return (len(self.sources) + 1) * self.max_record_bytes + arrays + MESSAGE_HEADROOM
 
     @property
     def topic_message_bytes(self) -> int:

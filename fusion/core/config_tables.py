@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fusion.core.config_values import (
+    ChildMapping,
     CounterEngineName,
     Duration,
     EnrichIn,
@@ -49,9 +50,17 @@ class SourceConfig(BaseModel):
     required: bool | None = None
     timeout: Duration = None
     # A table keyed by its own key, joined to the keys whose records name its rows
-    # (fusion/core/config_dimensions.py); and the rows this source's records name.
+    # (fusion/core/relations/dimensions.py); and the rows this source's records name.
     dimension: bool = False
     references: dict[str, str] = Field(default_factory=dict)
+    # Children (fusion/core/relations/children.py): each record a row with its own ``key`` that
+    # names its parent's key at ``parent``; the enriched document holds them as an array
+    # under the source's name, ordered by ``order_by`` (default: their own key), at most
+    # ``max_children`` of them.
+    parent: str | None = None
+    order_by: str | None = None
+    mapping: ChildMapping = "nested"
+    max_children: int = Field(default=10_000, ge=1)
 
     _valid_name = field_validator("name")(check_name)
 
@@ -62,10 +71,15 @@ class SourceConfig(BaseModel):
             check_key(path)
         return value
 
-    @field_validator("key")
+    @field_validator("key", "parent", "order_by")
     @classmethod
     def _check_key(cls, value: str | None) -> str | None:
         return None if value is None else check_key(value)
+
+    @property
+    def children(self) -> bool:
+        """Whether its records are a key's children rather than one of its parts."""
+        return self.parent is not None
 
     @model_validator(mode="after")
     def _check_optional_fields(self) -> SourceConfig:
@@ -170,6 +184,10 @@ class PipelineSection(BaseModel):
     fanout_page: int = Field(default=25_000, ge=1, le=1_000_000)
     # Check each source's declared fields per record (a source's own strict overrides it).
     strict: bool = False
+    # The most a key's children arrays may weigh in its enriched document (docs/children.md):
+    # past it the array keeps its first rows, and fusion.truncated counts the others.
+    # Elasticsearch takes requests of up to 100 MB; the enriched topic carries it too.
+    max_children_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
 
     _valid_name = field_validator("name")(check_name)
 

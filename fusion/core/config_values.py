@@ -61,6 +61,12 @@ SourceFormat = Literal["json", "debezium", "avro", "debezium-avro"]
 AVRO_FORMATS = ("avro", "debezium-avro")
 
 
+# How the enriched index maps a children source's array: ``nested`` (a query matches within
+# one child: an order with a line of sku X *and* qty 2) or ``object`` (lighter; a query
+# matches across the children).
+ChildMapping = Literal["nested", "object"]
+
+
 RECORD_KEY = "record_key"  # a key location in the Kafka record key, not the value
 
 

@@ -58,6 +58,11 @@ def decide(
             continue
         first = ack.acked_at if first is None else min(first, ack.acked_at)
         before = seen.get(ack.source)
+        if ack.source in rules.children:
+            # Each is a change to the key's children, published once (docs/children.md).
+            changed.add(ack.source)
+            seen[ack.source] = _child_seen(before, ack)
+            continue
         if before is not None and ack.order <= before.order:
             continue  # a duplicate, or older than what the key has: changes nothing
         change = _is_change(before, ack)
@@ -79,7 +84,7 @@ def decide(
 def _has_part(state: KeyState, rules: Rules) -> bool:
     """Whether any of the key's own rows is there: a dimension's row is no part of a key by
     itself (a fan-out may tell a key of its row before the row that names it is counted)."""
-    return any(name not in rules.dimensions for name in state.present)
+    return any(name not in rules.slots for name in state.present)
 
 
 def _is_change(before: Seen | None, ack: AckSeen) -> bool:
@@ -91,6 +96,14 @@ def _is_change(before: Seen | None, ack: AckSeen) -> bool:
         return before is not None and not before.deleted
     same = before is not None and not before.deleted and ack.digest == before.digest
     return ack.digest is None or not same
+
+
+def _child_seen(before: Seen | None, ack: AckSeen) -> Seen:
+    """A children slot after one more change: never deleted (a key's children are there, in
+    whatever number), its changes counted."""
+    version = max(before.version if before else 0, ack.version or 0)
+    changes = (before.changes if before else 0) + 1
+    return Seen(version, None, ack.acked_at or "", False, 0, None, changes)
 
 
 def _seen(before: Seen | None, ack: AckSeen, changed: bool, rules: Rules) -> Seen:
@@ -125,7 +138,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
     if state is None:
         # Fired and expired keys leave no timer behind: this key went from the state
         # unreported (stopped past the TTL's margin). Reported, though nothing is known of it.
-        missing = sorted(rules.sources)
+        missing = sorted(rules.sources - rules.children)
         return Decision(None, [_incomplete(key, [], missing, None, now, {}, "state_ttl")])
     if state.fired or state.expired_at is not None:
         return Decision(state)  # a timer left from before the key fired or expired
@@ -134,7 +147,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
         return Decision(state)  # every row it had was deleted: nothing to fire or report
     if _complete(state, rules, now):
         return _fire(key, state, rules, now)
-    missing = state.missing(rules.sources)
+    missing = state.missing(rules.sources - rules.children)  # children are never missed
     overdue = [s for s in missing if s in rules.required and _due(state, rules, s) <= now.ms]
     if overdue:
         timed_out = any(rules.timeouts_ms.get(s) is not None for s in overdue)
@@ -263,7 +276,7 @@ def _incomplete(
 
 def _naming_refs(event: IncompleteEvent, state: KeyState, rules: Rules) -> IncompleteEvent:
     """The event, naming each dimension row the key waited for (by the id its referrer names)."""
-    refs = state.refs(rules.dimensions)
+    refs = state.refs(rules.slots)
     return event.model_copy(update={"refs": refs}) if refs else event
 
 
@@ -282,5 +295,5 @@ def _ready(
         kind=kind,
         versions=state.versions,
         deleted=state.deleted,
-        refs=state.refs(rules.dimensions),
+        refs=state.refs(rules.slots),
     )

@@ -81,6 +81,7 @@ def rules_json(rules: Rules) -> str:
             "state_ttl_ms": rules.state_ttl_ms,
             "on_delete": rules.on_delete,
             "dimensions": sorted(rules.dimensions),
+            "children": sorted(rules.children),
         }
     )
 

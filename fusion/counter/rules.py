@@ -28,6 +28,13 @@ class Rules:
     on_delete: Literal["reenrich", "delete"] = "reenrich"
     # The sources that are dimensions: their slots count their changes (docs/dimensions.md).
     dimensions: frozenset[str] = frozenset()
+    # Children sources (docs/children.md): a slot too, to which every ack is a change.
+    children: frozenset[str] = frozenset()
+
+    @property
+    def slots(self) -> frozenset[str]:
+        """The sources that are no part of a key by themselves: their slots count changes."""
+        return self.dimensions | self.children
 
     @classmethod
     def of(cls, config: PipelineConfig) -> Rules:
@@ -43,6 +50,7 @@ class Rules:
             None if ttl is None else int(ttl * 1000),
             config.pipeline.on_delete,
             frozenset(config.dimensions),
+            frozenset(config.children),
         )
 
 

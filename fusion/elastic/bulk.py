@@ -11,7 +11,8 @@ through this one module. Each item ends in exactly one of these places:
   privilege; 404: the index is gone): :class:`IndexAccessError` or
   :class:`IndexGoneError` stops the query and nothing is dead-lettered;
 - **stale**: the document carries an external version and Elasticsearch
-  already holds a newer one (a replay of older data): nothing to write, no ack;
+  already holds a newer one (a replay of older data), or it is to be created
+  and is there already: nothing to write, no ack;
 - **retried**: a 429, a 5xx or a connection failure; the items still pending
   are sent again with exponential backoff (:mod:`fusion.elastic.retry`), and if the
   budget runs out :class:`IndexingError` fails the micro-batch, which Spark
@@ -185,7 +186,7 @@ def _settle(
                 outcome.get("_version", record.version or 0),
             )
         )
-    elif status == VERSION_CONFLICT and record.version is not None:
+    elif status == VERSION_CONFLICT and (record.version is not None or _creating(record)):
         result.stale.append(record)
     else:
         result.dead.append(
@@ -235,9 +236,17 @@ def bulk_actions(index: str, records: Iterable[Document]) -> Iterable[dict[str, 
             action["_op_type"] = "delete"
         else:
             action["_source"] = record.source
-        if record.version is not None:
+        if _creating(record):
+            action["_op_type"] = "create"  # Elasticsearch's own version: above a deleted one's
+        elif record.version is not None:
             action |= {"version": record.version, "version_type": "external_gte"}
         yield action
+
+
+def _creating(record: Any) -> bool:
+    """Whether the record is written only if its document is not there (an enriched document
+    whose version only the counter knows, written where none is: ``EnrichedDoc.create``)."""
+    return bool(getattr(record, "create", False))
 
 
 def _deleting(record: Any) -> bool:

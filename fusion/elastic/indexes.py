@@ -27,6 +27,10 @@ def source_mapping(config: PipelineConfig, source: SourceConfig) -> dict[str, An
     own: dict[str, Any] = {"ts": {"type": "date", "format": "epoch_millis"}}
     if field == STORED_KEY:
         own["key"] = keyword
+    if source.children:
+        # Where a child belongs and sorts (indexers/children.py); where it was is only read back.
+        own |= {"parent": keyword, "order": keyword, "digest": {"type": "keyword", "index": False}}
+        own["before"] = {"type": "object", "enabled": False}
     references = config.references_from(source.name)
     if references:
         # The ids of the rows a document names: a dimension row's change finds them by term.
@@ -47,13 +51,17 @@ def enriched_mapping(config: PipelineConfig) -> dict[str, Any]:
                 "enriched_at": {"type": "date"},
                 "last_record_at": {"type": "date"},
                 "versions": {"type": "object"},
+                "truncated": {"type": "object"},
+                "children": {"type": "object", "enabled": False},  # reconcile reads it back
             }
         },
     }
     for source in config.sources:
         nested = dict(source_mapping(config, source)["properties"])
         nested.pop(RESERVED_FIELD, None)  # a source's stored key stays in its own index
-        properties[source.name] = {"type": "object", "properties": nested}
+        # A children array is nested by default: a query then matches within one child.
+        kind = source.mapping if source.children else "object"
+        properties[source.name] = {"type": kind, "properties": nested}
     return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
 
 

@@ -9,6 +9,9 @@ from fusion.core.surface import attach
 
 if TYPE_CHECKING:
     from fusion.enricher import lookups as lookups
+    from fusion.enricher.children import fetch_arrays as fetch_arrays
+    from fusion.enricher.children import fingerprints as fingerprints
+    from fusion.enricher.document import ChildRows as ChildRows
     from fusion.enricher.document import FoundDoc as FoundDoc
     from fusion.enricher.document import build_enriched as build_enriched
     from fusion.enricher.document import enriched_json as enriched_json

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fusion.core import dumps, iso_from_ms
@@ -36,10 +36,37 @@ class FoundDoc:
     record_ms: int | None = None  # its record's Kafka timestamp (fusion.ts), if it kept one
 
 
-def last_record_ms(found: Mapping[str, FoundDoc]) -> int | None:
-    """The Kafka timestamp of the latest record among a key's parts (and the rows they name):
-    where its latency starts."""
-    return max((doc.record_ms for doc in found.values() if doc.record_ms is not None), default=None)
+@dataclass
+class ChildRows:
+    """A key's children of one source, in their order (docs/children.md); ``left_out``: rows
+    past a cap (``max_children``, ``max_children_bytes``), which ``fusion.truncated`` counts."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    left_out: int = 0
+    bytes: int = 0
+    record_ms: int | None = None  # the latest row's Kafka timestamp
+
+    def take(self, row: dict[str, Any], size: int, record_ms: int | None) -> None:
+        self.rows.append(row)
+        self.bytes += size
+        if record_ms is not None:
+            self.record_ms = max(record_ms, self.record_ms or record_ms)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What the enriched document says of the array, for ``fusion reconcile`` to tell a
+        stale one: how many rows the key has, and its latest row's Kafka timestamp."""
+        return {"rows": len(self.rows) + self.left_out, "last_ms": self.record_ms}
+
+
+Arrays = Mapping[str, ChildRows]  # a key's children, by children source
+
+
+def last_record_ms(found: Mapping[str, FoundDoc], arrays: Arrays | None = None) -> int | None:
+    """The Kafka timestamp of the latest record among a key's parts (the rows they name, its
+    children): where its latency starts."""
+    stamps = [doc.record_ms for doc in found.values()]
+    stamps += [rows.record_ms for rows in (arrays or {}).values()]
+    return max((ms for ms in stamps if ms is not None), default=None)
 
 
 def missing_sources(found: Mapping[str, FoundDoc], sources: Sequence[str]) -> list[str]:
@@ -54,12 +81,16 @@ def build_enriched(
     fired_at: str,
     enriched_at: str,
     missing: Sequence[str] = (),
+    arrays: Arrays | None = None,
 ) -> dict[str, Any]:
     """The enriched document; the source documents are copied, never modified.
 
-    ``missing``: required sources the document lacks (a partial document).
+    ``missing``: required sources the document lacks (a partial document); ``arrays``: its
+    children, by children source.
     """
-    return _enriched(key_field, key, found, fired_at, enriched_at, missing, copy.deepcopy)
+    return _enriched(
+        key_field, key, found, fired_at, enriched_at, missing, copy.deepcopy, arrays or {}
+    )
 
 
 def enriched_json(
@@ -69,6 +100,7 @@ def enriched_json(
     fired_at: str,
     enriched_at: str,
     missing: Sequence[str] = (),
+    arrays: Arrays | None = None,
 ) -> bytes:
     """The enriched document as the JSON that Elasticsearch and the enriched topic get.
 
@@ -78,7 +110,9 @@ def enriched_json(
     modify them through it, and no copy is made (copying and serializing each
     document twice was a quarter of the enrichment's CPU).
     """
-    return dumps(_enriched(key_field, key, found, fired_at, enriched_at, missing, _same))
+    return dumps(
+        _enriched(key_field, key, found, fired_at, enriched_at, missing, _same, arrays or {})
+    )
 
 
 def _same(value: dict[str, Any]) -> dict[str, Any]:
@@ -93,11 +127,14 @@ def _enriched(
     enriched_at: str,
     missing: Sequence[str],
     take: Callable[[dict[str, Any]], dict[str, Any]],
+    arrays: Arrays,
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {key_field: key}
     for name in sorted(found):
         if not found[name].deleted:
             doc[name] = take(found[name].source)
+    for name in sorted(arrays):
+        doc[name] = [take(row) for row in arrays[name].rows]
     doc["fusion"] = {
         "fired_at": fired_at,
         "enriched_at": enriched_at,
@@ -105,7 +142,12 @@ def _enriched(
         "missing": sorted(missing),
         "versions": {name: found[name].version for name in sorted(found)},
     }
-    if (last := last_record_ms(found)) is not None:
+    if arrays:
+        doc["fusion"]["children"] = {name: arrays[name].fingerprint() for name in sorted(arrays)}
+    truncated = {name: rows.left_out for name, rows in sorted(arrays.items()) if rows.left_out}
+    if truncated:
+        doc["fusion"]["truncated"] = truncated
+    if (last := last_record_ms(found, arrays)) is not None:
         doc["fusion"]["last_record_at"] = iso_from_ms(last)
     return doc
 

@@ -73,7 +73,7 @@ def fetch(
 def _wanted(spec: EnrichSpec, keys: Sequence[str], rows: RowIds) -> list[Target]:
     """Each document to fetch once: (its _id, its source): a key's own sources' documents,
     and the distinct dimension rows the keys name."""
-    own = [s for s in spec.sources if not s.dimension]
+    own = spec.parts
     wanted: list[Target] = [(key, source) for key in keys for source in own]
     named = sorted({(dim, ref) for key in keys for dim, ref in rows.get(key, {}).items()})
     return wanted + [(ref, spec.source(dim)) for dim, ref in named]

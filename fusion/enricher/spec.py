@@ -21,6 +21,13 @@ from fusion.spark import elasticsearch
 
 
 @dataclass(frozen=True)
+class ChildArray:
+    """How a children source's rows become a key's array (docs/children.md)."""
+
+    max_children: int
+
+
+@dataclass(frozen=True)
 class PartSource:
     """A source as an enriched document takes its part: where its documents are, and what
     Fusion kept in them that the enriched document leaves out."""
@@ -31,6 +38,7 @@ class PartSource:
     dimension: bool  # its rows are found by the ids a key names, not by the key
     stores_key: bool  # the key is kept in its documents
     names_rows: bool  # its documents keep the ids of the dimension rows they name
+    array: ChildArray | None = None  # a children source's: its rows are a key's array
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class EnrichSpec:
     max_record_bytes: int
     retry_budget_seconds: float
     elasticsearch: ElasticsearchSettings
+    max_children_bytes: int = 8 * 1024 * 1024
 
     # Worked out once per worker: the enrichment asks for them per key and per row.
     @cached_property
@@ -61,6 +70,21 @@ class EnrichSpec:
     @cached_property
     def dimensions(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.sources if s.dimension)
+
+    @cached_property
+    def children(self) -> tuple[PartSource, ...]:
+        return tuple(s for s in self.sources if s.array is not None)
+
+    @cached_property
+    def parts(self) -> tuple[PartSource, ...]:
+        """The sources whose document a key has under its own key (no dimension, no children)."""
+        return tuple(s for s in self.sources if not s.dimension and s.array is None)
+
+    @cached_property
+    def versioned(self) -> bool:
+        """Whether a key's enriched version counts slot changes the counter alone knows (with
+        dimensions or children): the version its document has is then read too."""
+        return bool(self.dimensions or self.children)
 
     @cached_property
     def _by_name(self) -> dict[str, PartSource]:
@@ -96,6 +120,7 @@ def enrich_spec(config: PipelineConfig) -> EnrichSpec:
         max_record_bytes=config.max_record_bytes,
         retry_budget_seconds=pipeline.retry_budget_seconds,
         elasticsearch=config.elasticsearch,
+        max_children_bytes=pipeline.max_children_bytes,
     )
 
 
@@ -112,6 +137,7 @@ def _parts(config: PipelineConfig, names: Sequence[str]) -> tuple[PartSource, ..
                 dimension=bool(source.dimension),
                 stores_key=sort_field == STORED_KEY,
                 names_rows=bool(config.references_from(name)),
+                array=ChildArray(source.max_children) if source.children else None,
             )
         )
     return tuple(parts)

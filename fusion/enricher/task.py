@@ -10,7 +10,8 @@ In this order:
 4. bulk-write the enriched documents: ``_id`` = key, external version = the sum
    of the source versions, so a replay rewrites the same document and an
    enrichment from older source documents never overwrites a newer one (with
-   dimensions, :func:`~fusion.enricher.document.next_version`);
+   dimensions or children, :func:`~fusion.enricher.document.next_version`, and a
+   document not there yet is created at Elasticsearch's own version);
 5. hand the enriched records and the dead letters to the executor's writer,
    which publishes them in one Kafka transaction with the batch marker
    (:mod:`fusion.spark.tasks`): exactly once per batch.
@@ -33,6 +34,7 @@ from elasticsearch import Elasticsearch
 from fusion.core import DeadLetter, crash_point, dead_letter_records, now_iso
 from fusion.elastic import Confirmed, RetryPolicy, Target, write_documents
 from fusion.enricher import lookups
+from fusion.enricher.children import ArraysByKey, fetch_arrays
 from fusion.enricher.document import enriched_json, last_record_ms, missing_sources, next_version
 from fusion.enricher.groups import GroupSizer
 from fusion.enricher.latency import observe_latencies, sketch_apart
@@ -59,6 +61,8 @@ class EnrichedDoc:
     version: int | None = None
     delete: bool = False  # its sources deleted: the enriched document goes (a tombstone)
     last_record_ms: int | None = None  # the latest part's Kafka timestamp: its latency's start
+    # Written only where no document is, at Elasticsearch's own version (``version`` unused).
+    create: bool = False
 
     @property
     def source(self) -> bytes:
@@ -181,12 +185,14 @@ def _enrich_group(
 ) -> _Group:
     dead: list[DeadLetter] = []
     rows = {key: want.row_ids() for key, want in wanted.items() if want.refs}
-    # With dimensions, the version each key's enriched document has now: the next is above it.
+    # With slots, the version each key's enriched document has now: the next is above it.
     with metrics.timed(names.STAGE_ENRICH_LOOKUP):
-        found = lookups.fetch(es, spec, list(wanted), metrics, retry, rows, bool(spec.dimensions))
+        found = lookups.fetch(es, spec, list(wanted), metrics, retry, rows, spec.versioned)
+        kept = [key for key, want in wanted.items() if want.kind != "deleted"]
+        arrays = fetch_arrays(es, spec, kept, metrics, retry) if spec.children else {}
     crash_point("enricher.after_lookup")
     with metrics.timed(names.STAGE_ENRICH_BUILD):
-        enriched = _documents(spec, wanted, found, dead, metrics)
+        enriched = _documents(spec, wanted, found, arrays, dead, metrics)
     target = Target(spec.enriched_index, "enricher", None, spec.bulk_chunk, False)
     with metrics.timed(names.STAGE_ENRICH_WRITE):
         written = write_documents(es, target, enriched, retry, metrics)
@@ -216,6 +222,7 @@ def _documents(
     spec: EnrichSpec,
     wanted: dict[str, EnrichRequest],
     found: lookups.DocsByKey,
+    arrays: ArraysByKey,
     dead: list[DeadLetter],
     metrics: Metrics,
 ) -> list[EnrichedDoc]:
@@ -241,14 +248,23 @@ def _documents(
         gone = missing_sources(docs, want.deleted)
         missing = sorted({*missing_sources(docs, spec.required), *gone})
         unexpected = [name for name in missing if name not in want.deleted]
-        if (unexpected and not want.partial) or len(missing) == len(spec.sources):
+        if (unexpected and not want.partial) or len(missing) == len(spec.sources) - len(
+            spec.children
+        ):
             gone = unexpected or list(spec.source_names)
             reason = f"{want.kind}, but Elasticsearch no longer has source(s) {gone} for key"
             dead.append(DeadLetter.of(reason, "enricher", None, want.where, want.original, key))
             continue
-        body = enriched_json(spec.key_field, key, docs, want.fired_at, enriched_at, missing)
-        doc = EnrichedDoc(key, body, want.fired_at, want.where, want.original, version, False, last)
-        enriched.append(doc)
+        children = arrays.get(key, {})
+        last = last_record_ms(docs, children)
+        body = enriched_json(
+            spec.key_field, key, docs, want.fired_at, enriched_at, missing, children
+        )
+        # With slots, a deleted document's version (Elasticsearch remembers it a while) may be
+        # above what this request counts: created where none is, it takes the next one.
+        create = spec.versioned and current is None
+        at = (want.fired_at, want.where, want.original)
+        enriched.append(EnrichedDoc(key, body, *at, version, False, last, create))
     return enriched
 
 

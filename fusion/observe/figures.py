@@ -95,6 +95,16 @@ class Figures:
         return self._get(names.COUNTER_UPDATED)
 
     @property
+    def children_fetched(self) -> int:
+        """Children rows the enrichment's searches found (docs/children.md)."""
+        return self._get(names.ENRICHER_CHILDREN)
+
+    @property
+    def arrays_truncated(self) -> int:
+        """Children arrays cut at ``max_children`` or ``max_children_bytes``."""
+        return self._get(names.ENRICHER_TRUNCATED)
+
+    @property
     def fanout_keys(self) -> int:
         """Slot acks the dimensions' fan-outs published: keys told of a row's change."""
         return self._get(names.FANOUT_KEYS)

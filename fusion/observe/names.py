@@ -62,6 +62,8 @@ ENRICHER_BULK_REQUESTS = "enricher.bulk_requests"
 ENRICHER_ES_REQUESTS = "enricher.es_requests"  # lookups: GETs or _mgets
 ENRICHER_DOCS_FETCHED = "enricher.docs_fetched"
 ENRICHER_DLQ = "enricher.dlq"
+ENRICHER_CHILDREN = "enricher.children"  # children rows found by the arrays' searches
+ENRICHER_TRUNCATED = "enricher.truncated"  # arrays cut at max_children(_bytes)
 
 # Milliseconds the tasks spent in each stage, summed over tasks: where a batch's
 # time goes beside Spark's own phases (:func:`query_phase_ms`; docs/benchmark.md).
@@ -69,12 +71,13 @@ STAGE_INDEX_PARSE = "ms.index.parse"  # records parsed, bulk actions built
 STAGE_INDEX_WRITE = "ms.index.write"  # the bulk write, refresh=wait_for included
 STAGE_INDEX_SLOTS = "ms.index.slots"  # the rows a referrer's records name, looked up
 STAGE_INDEX_FANOUT = "ms.index.fanout"  # a changed row's first fan-out page
+STAGE_INDEX_CHILDREN = "ms.index.children"  # where children were, read before they move
 STAGE_ENRICH_LOOKUP = "ms.enrich.lookup"  # the group's _mget
 STAGE_ENRICH_BUILD = "ms.enrich.build"  # the enriched documents built
 STAGE_ENRICH_WRITE = "ms.enrich.write"  # their bulk write
 STAGES = (
     STAGE_INDEX_PARSE, STAGE_INDEX_WRITE, STAGE_INDEX_SLOTS, STAGE_INDEX_FANOUT,
-    STAGE_ENRICH_LOOKUP, STAGE_ENRICH_BUILD, STAGE_ENRICH_WRITE,
+    STAGE_INDEX_CHILDREN, STAGE_ENRICH_LOOKUP, STAGE_ENRICH_BUILD, STAGE_ENRICH_WRITE,
 )  # fmt: skip
 
 # Dimensions' fan-outs (docs/dimensions.md): requests asked (a dimension row written) and

@@ -17,8 +17,9 @@ from elasticsearch import NotFoundError
 
 from fusion.core import PipelineConfig, iso_from_ms
 from fusion.counter import KeyState, Rules, deadline_of, has_state, state_of_key
+from fusion.elastic import RetryPolicy
 from fusion.elastic import client as es_client
-from fusion.enricher import FoundDoc, enrich_spec, lookups
+from fusion.enricher import ChildRows, FoundDoc, enrich_spec, fetch_arrays, lookups
 from fusion.observe import Metrics
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class Evidence:
     state: KeyState | None
     state_expires_ms: int | None = None
     counter_started: bool = True  # False: the counter never committed a batch
+    children: Mapping[str, ChildRows] | None = None  # its children, by children source
 
 
 def gather(spark: SparkSession, config: PipelineConfig, key: str) -> Evidence:
@@ -43,12 +45,14 @@ def gather(spark: SparkSession, config: PipelineConfig, key: str) -> Evidence:
     state, ttl = found if found is not None else (None, None)
     # A dimension's row is looked up by the id the key's slot holds (docs/dimensions.md).
     rows = {name: s.ref for name, s in (state.seen.items() if state else ()) if s.ref}
-    docs = lookups.fetch(es, enrich_spec(config), [key], Metrics(), rows={key: rows})[key]
+    spec = enrich_spec(config)
+    docs = lookups.fetch(es, spec, [key], Metrics(), rows={key: rows})[key]
+    children = fetch_arrays(es, spec, [key], Metrics(), RetryPolicy())[key]
     try:
         enriched = es.get(index=config.enriched_index, id=key)["_source"]
     except NotFoundError:
         enriched = None
-    return Evidence(key, docs, enriched, state, ttl, has_state(spark, config))
+    return Evidence(key, docs, enriched, state, ttl, has_state(spark, config), children)
 
 
 def explain(config: PipelineConfig, ev: Evidence) -> dict[str, Any]:
@@ -61,9 +65,28 @@ def explain(config: PipelineConfig, ev: Evidence) -> dict[str, Any]:
         "pipeline": config.name,
         "verdict": verdict,
         "why": why,
-        "sources": {name: _source(config, ev, name) for name in config.source_names},
+        "sources": {
+            name: _source(config, ev, name)
+            for name in config.source_names
+            if name not in config.children
+        },
+        "children": {name: _children(ev, name) for name in config.children},
         "counter": _counter(rules, ev),
         "enriched": enriched,
+    }
+
+
+def _children(ev: Evidence, name: str) -> dict[str, Any]:
+    """A children source's rows in Elasticsearch, and in the enriched document."""
+    found = (ev.children or {}).get(name) or ChildRows()
+    seen = ev.state.seen.get(name) if ev.state else None
+    held = (ev.enriched or {}).get(name)
+    truncated = (ev.enriched or {}).get("fusion", {}).get("truncated", {}).get(name, 0)
+    return {
+        "in_elasticsearch": len(found.rows) + found.left_out,
+        "in_enriched_document": len(held) if isinstance(held, list) else None,
+        "truncated": truncated,
+        "changes_counted": seen.changes if seen else 0,
     }
 
 
@@ -89,7 +112,7 @@ def _counter(rules: Rules, ev: Evidence) -> dict[str, Any] | None:
         "first_ack_at": state.first_ack_at,
         "fired_at": state.fired_at,
         "expired_at": state.expired_at,
-        "missing": state.missing(rules.sources),
+        "missing": state.missing(rules.sources - rules.children),
         "deadline_at": _iso(deadline),
         "state_expires_at": _iso(ev.state_expires_ms),
     }
@@ -130,12 +153,14 @@ def _verdict(
             return "fired", f"fired at {state.fired_at}; the enricher has not written it yet"
         if state.expired_at:
             return "incomplete", (
-                f"deadline passed at {state.expired_at} without {state.missing(rules.sources)}; "
+                f"deadline passed at {state.expired_at} without "
+                f"{state.missing(rules.sources - rules.children)}; "
                 "it still fires if they arrive"
             )
         deadline = _iso(deadline_of(state, rules))
         when = f"until {deadline}" if deadline else "with no deadline"
-        return "waiting", f"waiting for {state.missing(rules.sources)} {when}"
+        waited = state.missing(rules.sources - rules.children)
+        return "waiting", f"waiting for {waited} {when}"
     if not docs:
         return "unknown", "no source document in Elasticsearch and no ack seen by the counter"
     if not missing_in_es:
@@ -161,6 +186,14 @@ def render(report: Mapping[str, Any]) -> str:
         es = f"in Elasticsearch, version {s['version']}" if s["in_elasticsearch"] else "not indexed"
         ack = f"acked version {s['acked_version']} at {s['acked_at']}" if s["acked"] else "no ack"
         lines.append(f"    {name:<14} {kind:<9} {es:<34} {ack}")
+    for name, c in report.get("children", {}).items():
+        held = c["in_enriched_document"]
+        doc = "not in an enriched document" if held is None else f"{held} in the enriched document"
+        cut = f", {c['truncated']} left out" if c["truncated"] else ""
+        lines.append(
+            f"    {name:<14} children  {c['in_elasticsearch']} in Elasticsearch, {doc}{cut}; "
+            f"{c['changes_counted']} changes counted"
+        )
     counter = report["counter"]
     if counter is None:
         lines.append("  counter: no state for this key")

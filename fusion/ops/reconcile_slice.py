@@ -18,7 +18,7 @@ from elasticsearch import Elasticsearch
 
 from fusion.core import RESERVED_FIELD, ReadyEvent, crash_point
 from fusion.elastic import RetryPolicy, call_with_retries, scan
-from fusion.enricher import EnrichSpec, enrich_events, mget
+from fusion.enricher import EnrichSpec, enrich_events, fingerprints, mget
 from fusion.observe import Metrics, names
 from fusion.spark import Job, TaskOutput, column
 
@@ -91,10 +91,12 @@ def _to_enrich(
     counts as missing: a crash may have stopped its slice before the slice's
     records were published, and a resumed run redoes such a slice whole.
     """
-    # Every source, then the enriched document ("" names it) of each key.
-    targets = [(s.index, s.name) for s in spec.sources]
+    # Every source keyed by the key, then the enriched document ("" names it) of each key.
+    targets = [(s.index, s.name) for s in spec.parts]
     targets.append((spec.enriched_index, ""))
-    fields = {"": [f"{RESERVED_FIELD}.fired_at"]}  # and a source's tombstone mark
+    # The enriched document's fire and what it says of its arrays; a source's tombstone mark.
+    own = ("fired_at", "children", "versions")
+    fields = {"": [f"{RESERVED_FIELD}.{name}" for name in own]}
     docs = [
         {"_index": index, "_id": key, "_source": fields.get(name, [f"{RESERVED_FIELD}.deleted"])}
         for key in ids
@@ -104,6 +106,7 @@ def _to_enrich(
     hits = call_with_retries(partial(mget, es, docs), "reconcile _mget", *retrying)
     keys: list[str] = []
     counts = dict.fromkeys((SCANNED, COMPLETE, UP_TO_DATE, PLANNED), 0)
+    current: dict[str, Any] = {}  # complete keys' enriched documents, by key
     for i, key in enumerate(ids):
         row = hits[i * len(targets) : (i + 1) * len(targets)]
         versions = {
@@ -112,6 +115,9 @@ def _to_enrich(
             if hit.get("found")
         }
         enriched = versions.pop("", None)
+        if enriched is not None and spec.versioned:
+            # Its version counts changes only the counter knows: the parts' it was built from.
+            enriched = sum(_meta(row[-1]).get("versions", {}).values())
         if _fired_at(row[-1]) == run_started_at:
             enriched = None  # written by this run, maybe never published
         gone = {name for (_, name), hit in zip(targets, row, strict=True) if _tombstone(hit)}
@@ -122,8 +128,29 @@ def _to_enrich(
             keys.append(key)
             counts[PLANNED] += 1
         elif complete:
-            counts[UP_TO_DATE] += 1
+            current[key] = row[-1].get("_source", {})
+    stale = _stale_arrays(es, spec, current, retrying) if spec.children else set()
+    keys += [key for key in current if key in stale]
+    counts[PLANNED] += len(stale)
+    counts[UP_TO_DATE] += len(current) - len(stale)
     return keys, counts
+
+
+def _stale_arrays(
+    es: Elasticsearch,
+    spec: EnrichSpec,
+    enriched: Mapping[str, Any],
+    retrying: tuple[RetryPolicy, Metrics],
+) -> set[str]:
+    """The keys whose enriched document's arrays are not what their children are now (a
+    child's ack lost): by the rows each has and its latest row's time (docs/children.md)."""
+    retry, retries = retrying
+    now = fingerprints(es, spec, list(enriched), retries, retry)
+    return {
+        key
+        for key, doc in enriched.items()
+        if dict(doc.get(RESERVED_FIELD, {})).get("children") != now[key]
+    }
 
 
 def _tombstone(hit: Mapping[str, Any]) -> bool:
@@ -131,8 +158,14 @@ def _tombstone(hit: Mapping[str, Any]) -> bool:
     return isinstance(own, dict) and own.get("deleted") is True
 
 
+def _meta(hit: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An enriched document's own object (``fusion``), as far as the ``_mget`` read it."""
+    own = hit.get("_source", {}).get(RESERVED_FIELD)
+    return own if isinstance(own, dict) else {}
+
+
 def _fired_at(hit: Mapping[str, Any]) -> str | None:
-    fired_at = hit.get("_source", {}).get(RESERVED_FIELD, {}).get("fired_at")
+    fired_at = _meta(hit).get("fired_at")
     return str(fired_at) if fired_at is not None else None
 
 

@@ -113,3 +113,13 @@ def _enricher(figures: Figures) -> Iterator[Metric]:
     for kind, value in (("complete", first), ("update", updated), ("partial", partial)):
         enriched.add_metric([kind], value)
     yield enriched
+    yield CounterMetricFamily(
+        "fusion_children_rows",
+        "Children rows the enrichment's searches put in arrays (docs/children.md)",
+        value=figures.children_fetched,
+    )
+    yield CounterMetricFamily(
+        "fusion_children_arrays_truncated",
+        "Children arrays cut at max_children or max_children_bytes",
+        value=figures.arrays_truncated,
+    )

@@ -110,6 +110,14 @@ def build(config: PipelineConfig, inputs: Inputs) -> dict[str, Any]:
             # Enriched in the counter's task: the counter's input is the enricher's too.
             "lag": inputs.lag.get(ENRICHER if topology.enricher_apart else topology.counter_query),
         },
+        "children": {
+            # Per children source, the parents told of a change (one ack per parent).
+            "changes": {name: figures.source(name).acks for name in config.children},
+            "rows_fetched": figures.children_fetched,
+            "arrays_truncated": figures.arrays_truncated,
+        }
+        if config.children
+        else {},
         "elasticsearch": {"retries": figures.es_retries, "rejected_now": inputs.rejected_now},
         "alerts": dict(inputs.metrics.get("alerts", {})) | _rejecting(inputs.rejected_now),
     }
@@ -154,6 +162,12 @@ def render(status: Mapping[str, Any]) -> str:
         )
     if c.get("oldest_pending_fanout"):
         lines.append(f"            oldest pending change {c['oldest_pending_fanout']}")
+    if kids := status.get("children"):
+        told = ", ".join(f"{name} {n:,}" for name, n in kids["changes"].items())
+        lines.append(
+            f"  children  changes told to their parents: {told}; rows in arrays "
+            f"{kids['rows_fetched']:,}, arrays cut {kids['arrays_truncated']:,}"
+        )
     e = status["enricher"]
     p50, p99 = e["latency_p50_seconds"], e["latency_p99_seconds"]
     latency = f"{p50:.2f} s / {p99:.2f} s" if p50 is not None and p99 is not None else "-"

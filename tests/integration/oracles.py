@@ -66,10 +66,11 @@ def settle(
     differences: Callable[[Docs], list[str]],
     seconds: float,
     *args: str,
+    running: Any = None,
 ) -> Docs:
-    """Run the pipeline again (with ``args``) until the enriched index has no differences;
-    fail with them."""
-    finish = start_run(config_file, settings, [], tmp_path, *args)
+    """Run the pipeline again (with ``args``; or let ``running``, a `fusion run` started
+    already, go on) until the enriched index has no differences; fail with them."""
+    finish = running or start_run(config_file, settings, [], tmp_path, *args)
     docs: Docs = {}
     deadline = time.monotonic() + seconds
     try:

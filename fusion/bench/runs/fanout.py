@@ -54,6 +54,7 @@ from fusion.bench import (
     machine,
     produce,
     server_pids,
+    until,
 )
 from fusion.bench.runs.fanout_report import median_run
 from fusion.bench.runs.fanout_steps import (
@@ -62,7 +63,6 @@ from fusion.bench.runs.fanout_steps import (
     items_of,
     last_enriched,
     rename_alone,
-    until,
     warmed,
     wave,
     with_brand,

@@ -12,7 +12,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from fusion.bench import lower_median
+from fusion.bench import lower_median, until
 from fusion.core import PipelineConfig
 
 Send = Callable[[Sequence[tuple[str, str, bytes]]], int]
@@ -138,9 +138,3 @@ def last_enriched(es: Elasticsearch, config: PipelineConfig, prefix: str) -> flo
         source_includes=["fusion.enriched_at"], query={"prefix": {"item_id": f"{prefix}-"}},
     )["hits"]["hits"]  # fmt: skip
     return datetime.fromisoformat(hits[0]["_source"]["fusion"]["enriched_at"]).timestamp()
-
-
-def until(condition: Callable[[], bool], check: Callable[[], None]) -> None:
-    while not condition():
-        check()
-        time.sleep(0.5)

@@ -65,7 +65,9 @@ def initial_state(spark: SparkSession, config: PipelineConfig) -> DataFrame:
 
 def documents(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """Each source document in Elasticsearch: key, source, version, content digest."""
-    own = [s for s in config.sources if not s.dimension]  # a dimension's rows are no key's
+    # A dimension's rows are no key's; children are keyed by their own ids (their slots come
+    # back from the keys' events).
+    own = [s for s in config.sources if not (s.dimension or s.children)]
     parts = slices(spark, [(config.index_of(s), s.name) for s in own])
     # (The enriched index is walked by the pipeline's key_field, its documents' own.)
     docs = parts.mapInArrow(partial(_scan, config), DOC_SCHEMA)

@@ -77,7 +77,9 @@ def test_a_burst_takes_set_too_and_its_report_names_it() -> None:
     assert "Set for this run: `topic_partitions = 2`" in report_files.markdown(report)
 
 
-@pytest.mark.parametrize("other", ["formats", "fanout", "idle", "soak", "memory", "status"])
+@pytest.mark.parametrize(
+    "other", ["formats", "fanout", "children", "idle", "soak", "memory", "status"]
+)
 def test_a_benchmark_that_builds_its_own_pipeline_has_no_set(
     other: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -88,8 +90,8 @@ def test_a_benchmark_that_builds_its_own_pipeline_has_no_set(
 
 
 def test_each_benchmark_is_a_command_of_its_own_with_its_handler() -> None:
-    names = ("burst", "sustain", "formats", "fanout", "soak", "idle", "memory", "status",
-             "reconcile", "scale")  # fmt: skip
+    names = ("burst", "sustain", "formats", "fanout", "children", "soak", "idle", "memory",
+             "status", "reconcile", "scale")  # fmt: skip
     for name in names:
         assert parser.build().parse_args(["bench", name]).command == f"bench {name}"
     assert set(bench_commands.BENCH_HANDLERS) == {f"bench {name}" for name in names}

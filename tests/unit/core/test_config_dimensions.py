@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from fusion.core import Reference
 from fusion.core.config import PipelineConfig
-from fusion.core.config_dimensions import Reference
 from fusion.core.errors import ConfigError
 
 ITEMS = """

@@ -41,15 +41,22 @@ def jvm_json(fusion_jvm: Any) -> Any:
 
 def random_rules(rng: random.Random) -> Rules:
     sources = frozenset(rng.sample(NAMES, rng.randint(2, 4)))
-    required = frozenset(s for s in sources if rng.random() < 0.7) or frozenset([min(sources)])
-    timeouts = {s: rng.choice([None, None, 2_000, 5_000, 9_000]) for s in sources}
+    # Some sources are dimensions: their acks are slots, ordered by (version, ref_version);
+    # some are children (as the pipeline file allows them: never required, no timeout),
+    # to whose slot every ack is a change.
+    dimensions = frozenset(s for s in sources if rng.random() < 0.3)
+    children = frozenset(s for s in sources - dimensions if rng.random() < 0.2)
+    children = children if sources - children else frozenset()
+    parts = sources - children
+    required = frozenset(s for s in parts if rng.random() < 0.7) or frozenset([min(parts)])
+    timeouts = {
+        s: None if s in children else rng.choice([None, None, 2_000, 5_000, 9_000]) for s in sources
+    }
     on_update = rng.choice(["reenrich", "reenrich", "ignore"])
     on_delete = rng.choice(["reenrich", "delete"])
     # Some histories outlive their state_ttl: 10 s and 25 s are within a history's reach.
     ttl = rng.choice([None, 10_000, 25_000])
-    # Some sources are dimensions: their acks are slots, ordered by (version, ref_version).
-    dimensions = frozenset(s for s in sources if rng.random() < 0.3)
-    return Rules(sources, required, timeouts, on_update, ttl, on_delete, dimensions)
+    return Rules(sources, required, timeouts, on_update, ttl, on_delete, dimensions, children)
 
 
 def random_ack(rng: random.Random, n: int) -> AckSeen:
@@ -145,6 +152,11 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
                 for name in ("new_key", "register_timer", "delete_timer", "rejected")
                 if answer[name]
             )
+            seen.update(
+                "children changed"
+                for e in answer["events"]
+                if any(json.loads(e)["refs"].get(c) for c in rules.children)
+            )
     print(dict(seen))
     assert steps > 1_500
     assert {"refs in ready", "refs in updated", "refs in incomplete"} <= set(seen)
@@ -153,3 +165,4 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
     assert min(seen[k] for k in ("timeout", "state_ttl", "no state")) >= 20, seen
     assert min(seen[k] for k in ("register_timer", "delete_timer", "rejected")) >= 20, seen
     assert seen["restored timer"] >= 20, seen
+    assert seen["children changed"] >= 20, seen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fusion.core.config_dimensions import Reference
+from fusion.core import Reference
 from fusion.core.events import iso_from_ms
 from fusion.counter.decisions import AckSeen, Now, Rules, decide, restored_timer
 from fusion.counter.key_state import Seen

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import copy
 
-from fusion.enricher.document import FoundDoc, build_enriched, missing_sources
+from fusion.enricher.document import ChildRows, FoundDoc, build_enriched, missing_sources
 from fusion.enricher.spec import enrich_spec
 
 
@@ -71,3 +71,25 @@ def test_the_key_a_source_document_keeps_is_not_nested_in_the_enriched_one() -> 
     assert _found(enrich_spec(config).sources[1], mine).source == {"total": 3, "fusion": {"x": 1}}
     # A source keyed by a top-level field keeps what it holds, its own "fusion" too.
     assert _found(enrich_spec(config).sources[0], mine).source == mine["_source"]
+
+
+def test_children_are_an_array_under_their_source_and_a_cut_one_says_so() -> None:
+    found = {"orders": FoundDoc({"id": 7, "total": 3}, 2, record_ms=1_000)}
+    lines = ChildRows([{"line_id": 1}, {"line_id": 2}], record_ms=5_000)
+    cut = ChildRows([{"note_id": 9}], left_out=4)
+    arrays = {"lines": lines, "notes": cut, "empty": ChildRows()}
+
+    doc = build_enriched("order_id", "7", found, "a", "b", arrays=arrays)
+
+    assert doc["lines"] == [{"line_id": 1}, {"line_id": 2}] and doc["empty"] == []
+    assert doc["fusion"]["truncated"] == {"notes": 4}
+    # What reconcile compares with the children's aggregation: rows, and the latest one's time.
+    assert doc["fusion"]["children"] == {
+        "empty": {"rows": 0, "last_ms": None},
+        "lines": {"rows": 2, "last_ms": 5_000},
+        "notes": {"rows": 5, "last_ms": None},
+    }
+    assert doc["fusion"]["versions"] == {"orders": 2}  # arrays count through their changes
+    # A line's record is the latest part: the key's latency starts there.
+    assert doc["fusion"]["last_record_at"] == "1970-01-01T00:00:05.000000Z"
+    assert "truncated" not in build_enriched("order_id", "7", found, "a", "b")["fusion"]

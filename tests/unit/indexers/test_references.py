@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion.core.config_dimensions import Reference
+from fusion.core import Reference
 from indexers.references import Named, references_in, stored_refs
 from tests.strategies import JSON_VALUE, TEXT
 

@@ -7,7 +7,6 @@ import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -105,10 +104,16 @@ public final class Decisions {
       first = first == null || ack.ackedAt().compareTo(first) < 0 ? ack.ackedAt() : first;
       Seen before = seen.get(ack.source());
       long version = ack.version() == null ? 0 : ack.version();
+      if (rules.children().contains(ack.source())) {
+        // Each is a change to the key's children, published once ({@code decisions._child_seen}).
+        changed.add(ack.source());
+        seen.put(ack.source(), Seen.childChanged(before, version, ack.ackedAt()));
+        continue;
+      }
       if (before != null && before.compareOrder(version, ack.refVersion()) >= 0) {
         continue; // a duplicate, or older than what the key has: changes nothing
       }
-      boolean change = isChange(before, ack);
+      boolean change = KeyState.isChange(before, ack);
       if (change) {
         changed.add(ack.source());
       }
@@ -135,19 +140,6 @@ public final class Decisions {
     return afterFire(key, after, changed, rules, now).withRejected(rejected, false);
   }
 
-  /**
-   * Whether a newer ack changes the key ({@code decisions._is_change}): not when it repeats what
-   * the key had (the same digest, or a delete of a row already gone).
-   */
-  private static boolean isChange(Seen before, Ack ack) {
-    if (ack.deleted()) {
-      return before != null && !before.deleted();
-    }
-    boolean same =
-        before != null && !before.deleted() && Objects.equals(ack.digest(), before.digest());
-    return ack.digest() == null || !same;
-  }
-
   /** A fired key's sources changed ({@code decisions._after_fire}). */
   private static Decision afterFire(
       String key, KeyState state, Set<String> changed, Rules rules, Now now) {
@@ -156,7 +148,7 @@ public final class Decisions {
     }
     Set<String> gone = new TreeSet<>(changed);
     gone.retainAll(state.deleted());
-    if (!gone.isEmpty() && (!state.hasPart(rules.dimensions()) || rules.deleteOnDelete())) {
+    if (!gone.isEmpty() && (!state.hasPart(rules.slots()) || rules.deleteOnDelete())) {
       return new Decision(
           state.unfired(), List.of(ready(key, state, now, "deleted", rules)), List.of(), false, null, null);
     }
@@ -172,7 +164,7 @@ public final class Decisions {
     if (state == null) {
       // Fired and expired keys leave no timer behind: this key went from the state
       // unreported (stopped past the TTL's margin). Reported, though nothing is known of it.
-      List<String> missing = new ArrayList<>(new TreeSet<>(rules.sources()));
+      List<String> missing = new ArrayList<>(new TreeSet<>(rules.waited()));
       Event event =
           new Event(
               "incomplete", key, List.of(), missing, null, now.iso(), Map.of(), "state_ttl", null,
@@ -183,13 +175,13 @@ public final class Decisions {
       return Decision.of(state); // a timer left from before the key fired or expired
     }
     state = state.deadline(null);
-    if (!state.hasPart(rules.dimensions())) {
+    if (!state.hasPart(rules.slots())) {
       return Decision.of(state); // every row it had was deleted: nothing to fire or report
     }
     if (complete(state, rules, now)) {
       return fire(key, state, rules, now);
     }
-    List<String> missing = state.missing(rules.sources());
+    List<String> missing = state.missing(rules.waited()); // children are never missed
     boolean overdue = false;
     boolean timedOut = false;
     for (String source : missing) {
@@ -211,7 +203,7 @@ public final class Decisions {
               state.versions(),
               timedOut ? "timeout" : "state_ttl",
               null,
-              state.refs(rules.dimensions()));
+              state.refs(rules.slots()));
       return new Decision(expired, List.of(event), List.of(), false, null, null);
     }
     return await(state, rules, now);
@@ -233,7 +225,7 @@ public final class Decisions {
 
   /** Every required source is there and no optional one is still worth waiting for. */
   static boolean complete(KeyState state, Rules rules, Now now) {
-    if (!state.hasPart(rules.dimensions())) {
+    if (!state.hasPart(rules.slots())) {
       return false; // a key without any row (each one it had was deleted)
     }
     for (String source : state.missing(rules.sources())) {
@@ -267,7 +259,7 @@ public final class Decisions {
 
   /** Register a timer at the earliest deadline still ahead, if there is one. */
   private static Decision await(KeyState state, Rules rules, Now now) {
-    if (!state.hasPart(rules.dimensions())) {
+    if (!state.hasPart(rules.slots())) {
       return Decision.of(state); // no row left to wait with: a row written again starts it
     }
     long at = NEVER;
@@ -294,6 +286,6 @@ public final class Decisions {
         state.versions(),
         null,
         state.deleted(),
-        state.refs(rules.dimensions()));
+        state.refs(rules.slots()));
   }
 }

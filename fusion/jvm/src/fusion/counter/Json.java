@@ -43,7 +43,8 @@ public final class Json {
         "reenrich".equals(node.get("on_update").asText()),
         node.hasNonNull("state_ttl_ms") ? node.get("state_ttl_ms").asLong() : null,
         "delete".equals(node.path("on_delete").asText("reenrich")),
-        node.has("dimensions") ? strings(node.get("dimensions")) : Set.of());
+        node.has("dimensions") ? strings(node.get("dimensions")) : Set.of(),
+        node.has("children") ? strings(node.get("children")) : Set.of());
   }
 
   /** The {@code seen} column: {@code {"source":[version,digest,acked_at],...}}, sorted. */

@@ -2,6 +2,7 @@ package fusion.counter;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -102,6 +103,19 @@ public record KeyState(
   }
 
   /**
+   * Whether a newer ack changes the key ({@code decisions._is_change}): not when it repeats what
+   * the key had (the same digest, or a delete of a row already gone).
+   */
+  static boolean isChange(Seen before, Decisions.Ack ack) {
+    if (ack.deleted()) {
+      return before != null && !before.deleted();
+    }
+    boolean same =
+        before != null && !before.deleted() && Objects.equals(ack.digest(), before.digest());
+    return ack.digest() == null || !same;
+  }
+
+  /**
    * The newest ack of one source: its document's version, content digest and ack time, and
    * whether it said the source's row was deleted; a dimension's slot also the id its referrer
    * names, that row's version and how often the slot changed ({@code key_state.Seen}).
@@ -116,6 +130,13 @@ public record KeyState(
       long changes) {
     Seen(long version, String digest, String ackedAt, boolean deleted) {
       this(version, digest, ackedAt, deleted, 0, null, 0);
+    }
+
+    /** A children slot after one more change ({@code decisions._child_seen}): never deleted. */
+    static Seen childChanged(Seen before, long version, String ackedAt) {
+      long newest = before == null ? version : Math.max(before.version(), version);
+      long changes = (before == null ? 0 : before.changes()) + 1;
+      return new Seen(newest, null, ackedAt, false, 0, null, changes);
     }
 
     /** Whether it is a slot's entry, which keeps its slot fields. */

@@ -1,6 +1,7 @@
 package fusion.counter;
 
 import java.io.Serializable;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 
@@ -12,8 +13,23 @@ public record Rules(
     boolean reenrich,
     Long stateTtlMs,
     boolean deleteOnDelete,
-    Set<String> dimensions)
+    Set<String> dimensions,
+    Set<String> children)
     implements Serializable {
+  /** The sources that are no part of a key by themselves ({@code Rules.slots}). */
+  Set<String> slots() {
+    Set<String> out = new HashSet<>(dimensions);
+    out.addAll(children);
+    return out;
+  }
+
+  /** The sources a key can be missing: all but its children ({@code decisions.on_deadline}). */
+  Set<String> waited() {
+    Set<String> out = new HashSet<>(sources);
+    out.removeAll(children);
+    return out;
+  }
+
   long due(KeyState state, String source) {
     Long timeout = timeoutsMs.get(source);
     if (timeout != null) {

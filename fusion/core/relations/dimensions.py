@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fusion.core.config_tables import SourceConfig
-from fusion.core.config_values import key_spec
+from fusion.core import SourceConfig, key_spec
 
 T = TypeVar("T")
 
@@ -50,11 +49,6 @@ def references_of(sources: Sequence[SourceConfig]) -> tuple[Reference, ...]:
         _check_reference(reference, by_name)
     _check_no_cycle(references)
     _check_referenced_once(sources, references)
-    if all(source.dimension for source in sources):
-        raise ValueError(
-            "every source is a dimension: at least one must be keyed by the join key "
-            "(remove dimension = true from it)"
-        )
     return references
 
 

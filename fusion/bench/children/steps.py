@@ -1,0 +1,147 @@
+"""The children benchmark's steps in a running pipeline, and what Elasticsearch shows of them."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from elasticsearch import Elasticsearch, helpers
+
+from fusion.bench import bench_publisher, until
+from fusion.bench.children.records import BIG, Record, line_row, order_key, orders_of
+from fusion.core import PipelineConfig
+from fusion.kafka import lag, stage_markers
+from fusion.observe import Figures, percentiles
+from fusion.topology import reads, topology_of
+
+
+def per(count: int, of: int) -> float | None:
+    return round(count / of, 4) if of else None
+
+
+def big_order(
+    es: Elasticsearch,
+    config: PipelineConfig,
+    send: Callable[[Sequence[Record]], int],
+    lines: int,
+    check: Callable[[], None],
+) -> dict[str, Any]:
+    """An order of ``lines`` lines (unmeasured), then every line changed at once: seconds to
+    the enriched document holding every change, and the re-enrichments it took."""
+    topic = config.topic_of(config.source("lines"))
+    send(orders_of(config, BIG, 1, lines))
+    key = order_key(BIG, 0)
+    until(lambda: _lines_with_qty(es, config, key, 1) == lines, check)
+    caught_up(config, check)
+    before = _updated(config)
+    changed = [line_row(key, j, 2) for j in range(lines)]
+    first = time.time()
+    send([(topic, row["line_id"], json.dumps(row).encode()) for row in changed])
+    until(lambda: _lines_with_qty(es, config, key, 2) == lines, check)
+    caught_up(config, check)
+    doc = es.get(index=config.enriched_index, id=key)
+    at = datetime.fromisoformat(doc["_source"]["fusion"]["enriched_at"]).timestamp()
+    return {
+        "lines": lines,
+        "seconds": round(at - first, 3),
+        "reenrichments": _updated(config) - before,
+    }
+
+
+def _updated(config: PipelineConfig) -> int:
+    """The counter's updated events so far, from the markers its batches committed."""
+    markers = stage_markers(config, topology_of(config).inputs())
+    return sum(Figures(m.counts).updated for m, _ in markers.values() if m is not None)
+
+
+def steady(
+    es: Elasticsearch,
+    config: PipelineConfig,
+    plan: tuple[int, float],
+    check: Callable[[], None],
+) -> dict[str, Any]:
+    """``count`` lines of as many burst orders, each changed once at ``rate`` a second: each
+    change's latency to its order's enriched document holding it."""
+    count, rate = plan
+    topic = config.topic_of(config.source("lines"))
+    publisher = bench_publisher(config)
+    sent: dict[str, float] = {}
+    first = time.time()
+    for n in range(count):
+        ahead = first + n / rate - time.time()
+        if ahead > 0:
+            time.sleep(ahead)
+        key = order_key("B", n)
+        row = line_row(key, 0, 99)
+        publisher.send(topic, row["line_id"], json.dumps(row).encode())
+        sent[key] = time.time()
+    publisher.flush()
+    until(lambda: _orders_with_qty(es, config, 99) >= count, check)
+    caught_up(config, check)
+    latencies = sorted(at - sent[key] for key, at in _enriched_times(es, config, sent).items())
+    spread = percentiles(latencies)
+    return {
+        "lines": count,
+        "rate": round(rate, 1),
+        "seconds_sending": round(time.time() - first, 1),
+        "latency_p50": _round(spread["p50"]),
+        "latency_p99": _round(spread["p99"]),
+        "latency_mean": _round(statistics.fmean(latencies) if latencies else None),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def caught_up(config: PipelineConfig, check: Callable[[], None]) -> None:
+    until(lambda: lag.behind(config, reads(topology_of(config).select())) == 0, check)
+
+
+def enriched_of(es: Elasticsearch, config: PipelineConfig, prefix: str) -> int:
+    query = {"prefix": {"order_id": f"{prefix}-"}}
+    found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
+    return int(found.get("count", 0))
+
+
+def _lines_with_qty(es: Elasticsearch, config: PipelineConfig, key: str, qty: int) -> int:
+    """How many of the order's lines in its enriched document have ``qty``."""
+    found = es.options(ignore_status=(404,)).get(
+        index=config.enriched_index, id=key, source_includes=["lines.qty"]
+    )
+    lines = found.get("_source", {}).get("lines", []) if found.get("found") else []
+    return sum(1 for line in lines if line.get("qty") == qty)
+
+
+def _orders_with_qty(es: Elasticsearch, config: PipelineConfig, qty: int) -> int:
+    query = {"nested": {"path": "lines", "query": {"term": {"lines.qty": qty}}}}
+    found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
+    return int(found.get("count", 0))
+
+
+def last_enriched(es: Elasticsearch, config: PipelineConfig, prefix: str) -> float:
+    es.indices.refresh(index=config.enriched_index)
+    hits = es.search(
+        index=config.enriched_index, size=1, sort=[{"fusion.enriched_at": "desc"}],
+        source_includes=["fusion.enriched_at"], query={"prefix": {"order_id": f"{prefix}-"}},
+    )["hits"]["hits"]  # fmt: skip
+    return datetime.fromisoformat(hits[0]["_source"]["fusion"]["enriched_at"]).timestamp()
+
+
+def _enriched_times(
+    es: Elasticsearch, config: PipelineConfig, keys: dict[str, float]
+) -> dict[str, float]:
+    es.indices.refresh(index=config.enriched_index)
+    times = {}
+    for hit in helpers.scan(
+        es, index=config.enriched_index, _source=["fusion.enriched_at"], size=5000,
+        query={"query": {"ids": {"values": list(keys)}}},
+    ):  # fmt: skip
+        times[hit["_id"]] = datetime.fromisoformat(
+            hit["_source"]["fusion"]["enriched_at"]
+        ).timestamp()
+    return times

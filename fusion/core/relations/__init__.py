@@ -1,0 +1,16 @@
+"""How a pipeline's sources relate: dimensions named by references, children naming a parent.
+
+What other packages import from here: the names below, each imported when first
+used (:mod:`fusion.core.surface`)."""
+
+from typing import TYPE_CHECKING
+
+from fusion.core.surface import attach
+
+if TYPE_CHECKING:
+    from fusion.core.relations.dimensions import Reference as Reference
+    from fusion.core.relations.dimensions import references_of as references_of
+    from fusion.core.relations.sources import check_names as check_names
+    from fusion.core.relations.sources import check_sources as check_sources
+
+__getattr__, __dir__, __all__ = attach(__name__, __file__)

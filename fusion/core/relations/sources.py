@@ -1,0 +1,32 @@
+"""A pipeline's sources checked together: their names, their children, their references."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fusion.core import SourceConfig
+from fusion.core.relations.children import check_children
+from fusion.core.relations.dimensions import references_of
+
+
+def check_sources(sources: Sequence[SourceConfig]) -> None:
+    """ValueError naming the source and field at fault: a name given twice, a children source
+    that cannot work, a reference that cannot be followed."""
+    seen: set[str] = set()
+    for source in sources:
+        if source.name in seen:
+            raise ValueError(f"duplicate source name {source.name!r}")
+        seen.add(source.name)
+    check_children(sources)
+    references_of(sources)  # the references follow: unknown names, cycles
+
+
+def check_names(sources: Sequence[SourceConfig], key_field: str, reserved: str) -> None:
+    """The enriched document nests each source under its name, next to the key field and
+    Fusion's own object (``reserved``): a source named like either would overwrite them."""
+    for source in sources:
+        if source.name in (key_field, reserved):
+            raise ValueError(
+                f"source name {source.name!r} is taken: the enriched document keeps the key "
+                f"in {key_field!r} and Fusion's fields in {reserved!r}; rename the source"
+            )
