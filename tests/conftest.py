@@ -12,23 +12,29 @@ INTEGRATION = Path(__file__).parent / "integration"
 # reordering by test count off), so these start first and the short ones fill in after
 # them: a long file handed out last would leave the other worker idle for minutes.
 LONGEST = (
-    "test_crash_matrix.py",  # 644 s
-    "test_lost_checkpoint.py",  # 481 s
-    "test_bench_smoke.py",  # 275 s
-    "test_secured.py",  # 256 s
-    "test_spark_cluster.py",  # 255 s
-    "test_reconcile.py",  # 215 s
-    "test_dimensions_oracle.py",  # 209 s
-    "test_deletes.py",  # 171 s
-    "test_outages.py",  # 169 s
-    "test_processes.py",  # 162 s
-    "test_deployment.py",  # 159 s
-    "test_cdc_oracle.py",  # 150 s
-    "test_dimensions_lost.py",  # 139 s
-    "test_counter_engines.py",  # 130 s
-    "test_lifecycle.py",  # 112 s
-    "test_bench_soak.py",  # 105 s
-    "test_bad_input.py",  # 102 s
+    "test_crash_matrix.py",  # 468 s
+    "test_lost_checkpoint.py",  # 407 s
+    "test_secured.py",  # 317 s
+    "test_reconcile.py",  # 301 s
+    "test_dimensions_oracle.py",  # 221 s
+    "test_bench_smoke.py",  # 220 s
+    "test_processes.py",  # 208 s
+    "test_outages.py",  # 190 s
+    "test_deletes.py",  # 176 s
+    "test_counter_engines.py",  # 144 s
+    "test_deployment.py",  # 143 s
+    "test_children_oracle.py",  # 132 s
+    "test_dimensions_lost.py",  # 131 s
+    "test_cdc_oracle.py",  # 128 s
+    "test_spark_cluster.py",  # 128 s
+    "test_bench_soak.py",  # 107 s
+    "test_bench_sustain.py",  # 92 s
+    "test_without_a_jdk.py",  # 85 s
+    "test_infra_cli.py",  # 77 s
+    "test_keys_never_complete.py",  # 74 s
+    "test_children.py",  # 73 s
+    "test_dimensions.py",  # 71 s
+    "test_lifecycle.py",  # 61 s
 )
 
 

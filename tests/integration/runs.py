@@ -19,6 +19,9 @@ from fusion.elastic import client as es_client
 
 BIN = Path(sys.executable).parent
 RUN_TIMEOUT = 240.0
+# Idle: no batch read a record for this long and every query caught up with its input (the
+# watch loop checks both), so a run ends once its last batch committed, not seconds later.
+IDLE = "3"
 
 
 def start_run(
@@ -45,7 +48,7 @@ def start_run(
     if points:
         env[faults.CRASH_ENV] = ",".join(points)
     return subprocess.Popen(
-        [BIN / "fusion", "run", "--config", str(config_file), "--stop-when-idle", "6", *args],
+        [BIN / "fusion", "run", "--config", str(config_file), "--stop-when-idle", IDLE, *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
