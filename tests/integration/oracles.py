@@ -8,6 +8,7 @@ index with the database's own join (its ``differences``).
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -110,3 +111,33 @@ def differences(expected: Docs, docs: Docs, parts: Iterable[str]) -> list[str]:
         elif have != expected[key]:
             found.append(f"{key}: enriched {have}, the database {expected[key]}")
     return found
+
+
+class SqlWorkload:
+    """A random workload on a real PostgreSQL: each oracle's ``statement()`` draws the next
+    change of its tables (in ``schema``), ``run`` applies them through psql."""
+
+    def __init__(self, cdc: Cdc, schema: str, seed: int) -> None:
+        self.cdc, self.schema, self.rng = cdc, schema, random.Random(seed)
+
+    def statement(self) -> str:
+        raise NotImplementedError
+
+    def run(self, count: int, pause: float = 0.0) -> None:
+        for _ in range(count):
+            self._sql(self.statement())
+            time.sleep(pause)
+
+    def _sql(self, statement: str) -> None:
+        self.cdc.sql(statement)
+
+
+def pipeline_head(prefix: str, key_field: str, checkpoints: Path) -> list[str]:
+    """The ``[pipeline]`` table of an oracle's pipeline file: its own name and checkpoints."""
+    return [
+        "[pipeline]",
+        f'name = "{prefix}"',
+        f'key_field = "{key_field}"',
+        f'checkpoint_dir = "{checkpoints}"',
+        'trigger_interval = "200 milliseconds"',
+    ]

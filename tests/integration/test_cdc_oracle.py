@@ -15,8 +15,6 @@ row, and each change after that re-enriches it, as a table's join does.
 
 from __future__ import annotations
 
-import random
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,15 @@ from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from fusion.infra.cdc.connect import avro_converter
 from tests.integration.conftest import Cdc
-from tests.integration.oracles import captured, differences, joined_rows, settle, wait_for_work
+from tests.integration.oracles import (
+    SqlWorkload,
+    captured,
+    differences,
+    joined_rows,
+    pipeline_head,
+    settle,
+    wait_for_work,
+)
 from tests.integration.pipelines import drop, read_raw
 from tests.integration.runs import kill_group, start_run
 
@@ -38,11 +44,11 @@ COLUMNS = {
 KEYS = range(1, 41)
 
 
-class Workload:
+class Workload(SqlWorkload):
     """Random changes of the three tables, applied through psql; it knows what each holds."""
 
     def __init__(self, cdc: Cdc, schema: str, seed: int) -> None:
-        self.cdc, self.schema, self.rng = cdc, schema, random.Random(seed)
+        super().__init__(cdc, schema, seed)
         self.rows: dict[str, set[int]] = {table: set() for table in TABLES}
         self.next_key = max(KEYS) + 1
 
@@ -77,11 +83,6 @@ class Workload:
         self.next_key += 1
         return self.next_key
 
-    def run(self, count: int, pause: float = 0.0) -> None:
-        for _ in range(count):
-            self.cdc.sql(self.statement())
-            time.sleep(pause)
-
 
 def _create(cdc: Cdc, schema: str) -> None:
     cdc.sql(f"CREATE SCHEMA {schema}")
@@ -95,11 +96,7 @@ def _pipeline(
 ) -> Path:
     form = "debezium-avro" if registry else "debezium"
     lines = [
-        "[pipeline]",
-        f'name = "{prefix}"',
-        'key_field = "order_id"',
-        f'checkpoint_dir = "{path.parent / "checkpoints"}"',
-        'trigger_interval = "200 milliseconds"',
+        *pipeline_head(prefix, "order_id", path.parent / "checkpoints"),
     ]
     for table, key in TABLES.items():
         lines += ["[[sources]]", f'name = "{table}"', f'topic = "{prefix}.{schema}.{table}"']

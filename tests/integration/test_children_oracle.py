@@ -17,9 +17,7 @@ join field by field, and no key fired twice but after its order's delete.
 
 from __future__ import annotations
 
-import random
 import shutil
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -30,9 +28,11 @@ from fusion.core.settings import Settings
 from tests.integration.conftest import Cdc
 from tests.integration.oracles import (
     Docs,
+    SqlWorkload,
     captured,
     differences,
     joined_rows,
+    pipeline_head,
     settle,
     wait_for_work,
 )
@@ -49,11 +49,11 @@ TABLES = {
 }
 
 
-class Workload:
+class Workload(SqlWorkload):
     """Random changes to orders and their lines; it knows which rows are there."""
 
     def __init__(self, cdc: Cdc, schema: str, seed: int) -> None:
-        self.cdc, self.schema, self.rng = cdc, schema, random.Random(seed)
+        super().__init__(cdc, schema, seed)
         self.orders: set[int] = set()
         self.lines: set[int] = set()
         self.next_line = 1
@@ -110,23 +110,11 @@ class Workload:
             f"FROM generate_series({first}, {first + 4_999}) g"
         )
 
-    def run(self, count: int, pause: float = 0.0) -> None:
-        for _ in range(count):
-            self._sql(self.statement())
-            time.sleep(pause)
-
-    def _sql(self, statement: str) -> None:
-        self.cdc.sql(statement)
-
 
 def _pipeline(settings: Settings, path: Path, schema: str, prefix: str) -> Path:
     topic = f"{prefix}.{schema}"
     lines = [
-        "[pipeline]",
-        f'name = "{prefix}"',
-        'key_field = "order_id"',
-        f'checkpoint_dir = "{path.parent / "checkpoints"}"',
-        'trigger_interval = "200 milliseconds"',
+        *pipeline_head(prefix, "order_id", path.parent / "checkpoints"),
         'on_delete = "delete"',  # an order deleted: its enriched document goes
     ]
     for name, key in (("orders", "id"), ("payments", "order_id")):

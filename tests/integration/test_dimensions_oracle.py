@@ -15,7 +15,6 @@ key fires twice.
 
 from __future__ import annotations
 
-import random
 import shutil
 import time
 import uuid
@@ -27,7 +26,15 @@ import pytest
 from fusion.core.config import PipelineConfig
 from fusion.core.settings import Settings
 from tests.integration.conftest import Cdc
-from tests.integration.oracles import captured, differences, joined_rows, settle, wait_for_work
+from tests.integration.oracles import (
+    SqlWorkload,
+    captured,
+    differences,
+    joined_rows,
+    pipeline_head,
+    settle,
+    wait_for_work,
+)
 from tests.integration.pipelines import drop, read_raw
 from tests.integration.runs import kill_group, start_run
 
@@ -43,11 +50,11 @@ TABLES = {
 }
 
 
-class Workload:
+class Workload(SqlWorkload):
     """Random changes: items move, brands and tax statuses change, go and come back."""
 
     def __init__(self, cdc: Cdc, schema: str, seed: int) -> None:
-        self.cdc, self.schema, self.rng = cdc, schema, random.Random(seed)
+        super().__init__(cdc, schema, seed)
         self.brands: set[int] = set()
         self.taxes: set[int] = set()
 
@@ -86,23 +93,11 @@ class Workload:
         rows.add(key)
         return f"INSERT INTO {self.schema}.{table} VALUES ({key}, {value})"
 
-    def run(self, count: int, pause: float = 0.0) -> None:
-        for _ in range(count):
-            self._sql(self.statement())
-            time.sleep(pause)
-
-    def _sql(self, statement: str) -> None:
-        self.cdc.sql(statement)
-
 
 def _pipeline(settings: Settings, path: Path, schema: str, prefix: str) -> Path:
     topic = f"{prefix}.{schema}"
     lines = [
-        "[pipeline]",
-        f'name = "{prefix}"',
-        'key_field = "item_id"',
-        f'checkpoint_dir = "{path.parent / "checkpoints"}"',
-        'trigger_interval = "200 milliseconds"',
+        *pipeline_head(prefix, "item_id", path.parent / "checkpoints"),
         "fanout_page = 10",
         "[[sources]]",
         'name = "item"',

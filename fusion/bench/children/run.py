@@ -35,17 +35,23 @@ from typing import Any
 from elasticsearch import helpers
 
 from fusion import pipeline
-from fusion.bench import PipelineProcess, bench_publisher, git_commit, machine, produce, until
+from fusion.bench import (
+    PipelineProcess,
+    bench_publisher,
+    git_commit,
+    machine,
+    produce,
+    until,
+)
 from fusion.bench.children.records import children_config, line_row, order_key, order_row, orders_of
 from fusion.bench.children.report import median_run
 from fusion.bench.children.steps import (
     big_order,
     caught_up,
-    enriched_of,
-    last_enriched,
     per,
     steady,
 )
+from fusion.bench.runs import enriched_of, last_enriched
 from fusion.core import PipelineConfig, Settings, now_iso
 from fusion.elastic import client as es_client
 from fusion.enricher import ChildRows, FoundDoc, build_enriched

@@ -102,12 +102,6 @@ def caught_up(config: PipelineConfig, check: Callable[[], None]) -> None:
     until(lambda: lag.behind(config, reads(topology_of(config).select())) == 0, check)
 
 
-def enriched_of(es: Elasticsearch, config: PipelineConfig, prefix: str) -> int:
-    query = {"prefix": {"order_id": f"{prefix}-"}}
-    found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
-    return int(found.get("count", 0))
-
-
 def _lines_with_qty(es: Elasticsearch, config: PipelineConfig, key: str, qty: int) -> int:
     """How many of the order's lines in its enriched document have ``qty``."""
     found = es.options(ignore_status=(404,)).get(
@@ -121,15 +115,6 @@ def _orders_with_qty(es: Elasticsearch, config: PipelineConfig, qty: int) -> int
     query = {"nested": {"path": "lines", "query": {"term": {"lines.qty": qty}}}}
     found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
     return int(found.get("count", 0))
-
-
-def last_enriched(es: Elasticsearch, config: PipelineConfig, prefix: str) -> float:
-    es.indices.refresh(index=config.enriched_index)
-    hits = es.search(
-        index=config.enriched_index, size=1, sort=[{"fusion.enriched_at": "desc"}],
-        source_includes=["fusion.enriched_at"], query={"prefix": {"order_id": f"{prefix}-"}},
-    )["hits"]["hits"]  # fmt: skip
-    return datetime.fromisoformat(hits[0]["_source"]["fusion"]["enriched_at"]).timestamp()
 
 
 def _enriched_times(

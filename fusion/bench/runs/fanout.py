@@ -56,12 +56,12 @@ from fusion.bench import (
     server_pids,
     until,
 )
+from fusion.bench.runs.enriched_index import last_enriched
 from fusion.bench.runs.fanout_report import median_run
 from fusion.bench.runs.fanout_steps import (
     Warm,
     brand,
     items_of,
-    last_enriched,
     rename_alone,
     warmed,
     wave,

@@ -7,12 +7,12 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from elasticsearch import Elasticsearch
 
 from fusion.bench import lower_median, until
+from fusion.bench.runs.enriched_index import enriched_of, last_enriched
 from fusion.core import PipelineConfig
 
 Send = Callable[[Sequence[tuple[str, str, bytes]]], int]
@@ -118,23 +118,7 @@ def wave(
     return last_enriched(es, config, prefix) - sent
 
 
-def enriched_of(es: Elasticsearch, config: PipelineConfig, prefix: str) -> int:
-    query = {"prefix": {"item_id": f"{prefix}-"}}
-    found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
-    return int(found.get("count", 0))
-
-
 def with_brand(es: Elasticsearch, config: PipelineConfig, name: str) -> int:
     query = {"term": {"brand.name.keyword": name}}
     found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
     return int(found.get("count", 0))
-
-
-def last_enriched(es: Elasticsearch, config: PipelineConfig, prefix: str) -> float:
-    """When the last enriched document of a key ``<prefix>-…`` was written."""
-    es.indices.refresh(index=config.enriched_index)
-    hits = es.search(
-        index=config.enriched_index, size=1, sort=[{"fusion.enriched_at": "desc"}],
-        source_includes=["fusion.enriched_at"], query={"prefix": {"item_id": f"{prefix}-"}},
-    )["hits"]["hits"]  # fmt: skip
-    return datetime.fromisoformat(hits[0]["_source"]["fusion"]["enriched_at"]).timestamp()

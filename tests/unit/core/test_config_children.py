@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fusion.core.config import PipelineConfig
-from fusion.core.errors import ConfigError
 from fusion.counter.rules import Rules
 from fusion.elastic.indexes import enriched_mapping, source_mapping
+from tests.unit.core.test_config_dimensions import _load, _refuse
 
 ORDERS = """
 [pipeline]
@@ -32,12 +31,6 @@ format = "debezium"
 key = "line_id"
 parent = "order_id"
 """
-
-
-def _load(tmp_path: Path, text: str) -> PipelineConfig:
-    path = tmp_path / "pipeline.toml"
-    path.write_text(text)
-    return PipelineConfig.load(path, env={})
 
 
 def test_an_order_with_its_lines(tmp_path: Path) -> None:
@@ -70,14 +63,6 @@ def test_the_arrays_weigh_on_the_enriched_topics_message_limit(tmp_path: Path) -
     flat = _load(tmp_path, ORDERS.replace('parent = "order_id"', ""))
     config = _load(tmp_path, ORDERS)
     assert config.message_limit == flat.message_limit + config.pipeline.max_children_bytes
-
-
-def _refuse(tmp_path: Path, text: str, problem: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        _load(tmp_path, text)
-    assert caught.value.source == str(tmp_path / "pipeline.toml")
-    assert problem in str(caught.value), str(caught.value)
-    assert "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
