@@ -138,7 +138,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
     if state is None:
         # Fired and expired keys leave no timer behind: this key went from the state
         # unreported (stopped past the TTL's margin). Reported, though nothing is known of it.
-        missing = sorted(rules.sources - rules.children)
+        missing = sorted(rules.waited)
         return Decision(None, [_incomplete(key, [], missing, None, now, {}, "state_ttl")])
     if state.fired or state.expired_at is not None:
         return Decision(state)  # a timer left from before the key fired or expired
@@ -147,7 +147,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
         return Decision(state)  # every row it had was deleted: nothing to fire or report
     if _complete(state, rules, now):
         return _fire(key, state, rules, now)
-    missing = state.missing(rules.sources - rules.children)  # children are never missed
+    missing = state.missing(rules.waited)
     overdue = [s for s in missing if s in rules.required and _due(state, rules, s) <= now.ms]
     if overdue:
         timed_out = any(rules.timeouts_ms.get(s) is not None for s in overdue)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from fusion.core import IncompleteEvent, PipelineConfig, ReadyEvent
@@ -31,10 +32,16 @@ class Rules:
     # Children sources (docs/children.md): a slot too, to which every ack is a change.
     children: frozenset[str] = frozenset()
 
-    @property
+    # Worked out once: the decisions ask for them per key.
+    @cached_property
     def slots(self) -> frozenset[str]:
         """The sources that are no part of a key by themselves: their slots count changes."""
         return self.dimensions | self.children
+
+    @cached_property
+    def waited(self) -> frozenset[str]:
+        """The sources a key can miss: all but its children, which are never waited for."""
+        return self.sources - self.children
 
     @classmethod
     def of(cls, config: PipelineConfig) -> Rules:

@@ -23,11 +23,12 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import Elasticsearch
 
 from fusion.core import RESERVED_FIELD, STORED_OWN
-from fusion.elastic import ACCESS_DENIED, IndexAccessError, RetryPolicy, call_with_retries
+from fusion.elastic import RetryPolicy
 from fusion.enricher.document import ChildRows
+from fusion.enricher.lookups import counted
 from fusion.enricher.spec import EnrichSpec, PartSource
 from fusion.observe import Metrics, names
 from indexers import PAST_EVERY_ORDER
@@ -128,7 +129,7 @@ def _page(
         search_after=after,
         track_total_hits=False,
     )
-    response = _counted(search, f"search {source.index}", metrics, retry, source.index)
+    response = counted(search, f"search {source.index}", metrics, retry, source.index)
     hits: list[dict[str, Any]] = response["hits"]["hits"]
     return hits
 
@@ -141,23 +142,8 @@ def _count(
         es.search, index=source.index, size=0, track_total_hits=True,
         query={"term": {PARENT: parent}}, aggs={"last": {"max": {"field": TS}}},
     )  # fmt: skip
-    found = _counted(count, f"count {source.index}", metrics, retry, source.index)
+    found = counted(count, f"count {source.index}", metrics, retry, source.index)
     return int(found["hits"]["total"]["value"]), _ms(found["aggregations"]["last"]["value"])
-
-
-def _counted(
-    call: Any, what: str, metrics: Metrics, retry: RetryPolicy, index: str
-) -> Mapping[str, Any]:
-    def once() -> Mapping[str, Any]:
-        metrics.add(names.ENRICHER_ES_REQUESTS)
-        return dict(call())
-
-    try:
-        return call_with_retries(once, what, retry, metrics)
-    except ApiError as exc:
-        if exc.meta.status in ACCESS_DENIED:
-            raise IndexAccessError(index, exc.meta.status, str(exc.message)) from None
-        raise
 
 
 def _past(value: Any) -> Any:
@@ -212,12 +198,12 @@ def fingerprints(
                 aggs={"parents": {"terms": {"field": PARENT, "size": len(parents)},
                                   "aggs": {"last": {"max": {"field": TS}}}}},
             )  # fmt: skip
-            response = _counted(search, f"search {source.index}", metrics, retry, source.index)
-            counted = {
+            response = counted(search, f"search {source.index}", metrics, retry, source.index)
+            buckets = {
                 bucket["key"]: bucket for bucket in response["aggregations"]["parents"]["buckets"]
             }
             for key in parents:
-                bucket = counted.get(key)
+                bucket = buckets.get(key)
                 last = bucket["last"]["value"] if bucket else None
                 rows = bucket["doc_count"] if bucket else 0
                 found[key][source.name] = {"rows": rows, "last_ms": _ms(last)}

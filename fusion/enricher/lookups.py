@@ -92,9 +92,12 @@ def _place(spec: EnrichSpec, keys: Sequence[str], rows: RowIds, fetched: DocsByK
     return found
 
 
-def _counted(
+def counted(
     call: Callable[[], T], what: str, metrics: Metrics, retry: RetryPolicy, indexes: str
 ) -> T:
+    """``call()`` retried through outages, each attempt counted as one of the enricher's
+    requests; a refusal to the user names ``indexes``."""
+
     def once() -> T:
         metrics.add(names.ENRICHER_ES_REQUESTS)
         return call()
@@ -119,7 +122,7 @@ def _per_source(
         index = _index(spec, source)
         get = partial(es.get, index=index, id=doc_id, source=source is not None)
         try:
-            hit = _counted(get, f"GET {index}", metrics, retry, index)
+            hit = counted(get, f"GET {index}", metrics, retry, index)
         except NotFoundError as exc:
             if index_gone(exc):
                 raise IndexGoneError(index, f"GET: {exc.message}") from None
@@ -175,7 +178,7 @@ def _batched(
     for chunk in _chunks(targets, spec.mget_chunk):
         docs = [_doc(spec, doc_id, source) for doc_id, source in chunk]
         indexes = ",".join(sorted({doc["_index"] for doc in docs}))
-        hits = _counted(partial(mget, es, docs), "_mget", metrics, retry, indexes)
+        hits = counted(partial(mget, es, docs), "_mget", metrics, retry, indexes)
         for (doc_id, source), hit in zip(chunk, hits, strict=True):
             if hit.get("found"):
                 _keep(fetched, doc_id, source, dict(hit))

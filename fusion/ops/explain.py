@@ -112,7 +112,7 @@ def _counter(rules: Rules, ev: Evidence) -> dict[str, Any] | None:
         "first_ack_at": state.first_ack_at,
         "fired_at": state.fired_at,
         "expired_at": state.expired_at,
-        "missing": state.missing(rules.sources - rules.children),
+        "missing": state.missing(rules.waited),
         "deadline_at": _iso(deadline),
         "state_expires_at": _iso(ev.state_expires_ms),
     }
@@ -154,12 +154,12 @@ def _verdict(
         if state.expired_at:
             return "incomplete", (
                 f"deadline passed at {state.expired_at} without "
-                f"{state.missing(rules.sources - rules.children)}; "
+                f"{state.missing(rules.waited)}; "
                 "it still fires if they arrive"
             )
         deadline = _iso(deadline_of(state, rules))
         when = f"until {deadline}" if deadline else "with no deadline"
-        waited = state.missing(rules.sources - rules.children)
+        waited = state.missing(rules.waited)
         return "waiting", f"waiting for {waited} {when}"
     if not docs:
         return "unknown", "no source document in Elasticsearch and no ack seen by the counter"

@@ -3,6 +3,8 @@ fired, re-enriches it once per batch with a higher version (pure; docs/children.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fusion.core.events import IncompleteEvent, ReadyEvent, RefPart
 from fusion.counter.decisions import AckSeen, Decision, Now, Rules, decide, on_deadline
 from fusion.counter.key_state import KeyState
@@ -64,7 +66,7 @@ def test_every_change_to_the_lines_of_a_fired_key_re_enriches_it_once_per_batch(
     assert again.refs["lines"].changes == 4
     # Lines never go missing and never delete the key's document, whatever on_delete says.
     assert "lines" not in again.deleted and again.kind == "updated"
-    delete_rules = Rules(**{**RULES.__dict__, "on_delete": "delete"})
+    delete_rules = replace(RULES, on_delete="delete")
     moved = _only(decide("K", _fired(), [line(4, left=True)], delete_rules, NOW))
     assert moved.kind == "updated"
 

@@ -148,7 +148,7 @@ public final class Decisions {
     }
     Set<String> gone = new TreeSet<>(changed);
     gone.retainAll(state.deleted());
-    if (!gone.isEmpty() && (!state.hasPart(rules.slots()) || rules.deleteOnDelete())) {
+    if (!gone.isEmpty() && (!state.hasPart(rules) || rules.deleteOnDelete())) {
       return new Decision(
           state.unfired(), List.of(ready(key, state, now, "deleted", rules)), List.of(), false, null, null);
     }
@@ -175,7 +175,7 @@ public final class Decisions {
       return Decision.of(state); // a timer left from before the key fired or expired
     }
     state = state.deadline(null);
-    if (!state.hasPart(rules.slots())) {
+    if (!state.hasPart(rules)) {
       return Decision.of(state); // every row it had was deleted: nothing to fire or report
     }
     if (complete(state, rules, now)) {
@@ -203,7 +203,7 @@ public final class Decisions {
               state.versions(),
               timedOut ? "timeout" : "state_ttl",
               null,
-              state.refs(rules.slots()));
+              state.refs(rules));
       return new Decision(expired, List.of(event), List.of(), false, null, null);
     }
     return await(state, rules, now);
@@ -225,7 +225,7 @@ public final class Decisions {
 
   /** Every required source is there and no optional one is still worth waiting for. */
   static boolean complete(KeyState state, Rules rules, Now now) {
-    if (!state.hasPart(rules.slots())) {
+    if (!state.hasPart(rules)) {
       return false; // a key without any row (each one it had was deleted)
     }
     for (String source : state.missing(rules.sources())) {
@@ -259,7 +259,7 @@ public final class Decisions {
 
   /** Register a timer at the earliest deadline still ahead, if there is one. */
   private static Decision await(KeyState state, Rules rules, Now now) {
-    if (!state.hasPart(rules.slots())) {
+    if (!state.hasPart(rules)) {
       return Decision.of(state); // no row left to wait with: a row written again starts it
     }
     long at = NEVER;
@@ -286,6 +286,6 @@ public final class Decisions {
         state.versions(),
         null,
         state.deleted(),
-        state.refs(rules.slots()));
+        state.refs(rules));
   }
 }

@@ -44,9 +44,9 @@ public record KeyState(
    * Whether any of the key's own rows is there ({@code decisions._has_part}): a dimension's row is
    * no part of a key by itself.
    */
-  boolean hasPart(Set<String> dimensions) {
+  boolean hasPart(Rules rules) {
     for (String name : present()) {
-      if (!dimensions.contains(name)) {
+      if (!rules.isSlot(name)) {
         return true;
       }
     }
@@ -65,10 +65,10 @@ public record KeyState(
   }
 
   /** Each dimension slot the key has ({@code KeyState.refs}): the row it names. */
-  TreeMap<String, Seen> refs(Set<String> dimensions) {
+  TreeMap<String, Seen> refs(Rules rules) {
     TreeMap<String, Seen> out = new TreeMap<>();
     seen.forEach((name, s) -> {
-      if (dimensions.contains(name)) {
+      if (rules.isSlot(name)) {
         out.put(name, s);
       }
     });

@@ -16,11 +16,9 @@ public record Rules(
     Set<String> dimensions,
     Set<String> children)
     implements Serializable {
-  /** The sources that are no part of a key by themselves ({@code Rules.slots}). */
-  Set<String> slots() {
-    Set<String> out = new HashSet<>(dimensions);
-    out.addAll(children);
-    return out;
+  /** Whether the source is no part of a key by itself ({@code Rules.slots}). */
+  boolean isSlot(String source) {
+    return dimensions.contains(source) || children.contains(source);
   }
 
   /** The sources a key can be missing: all but its children ({@code decisions.on_deadline}). */
