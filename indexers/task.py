@@ -192,7 +192,7 @@ def index_records(
     crash_point("indexer.after_bulk")
     dead.extend(written.dead)
     if this.order_by is not None:
-        acks = list(children.child_acks(source, written.confirmed, now_utc()))
+        acks = children.child_acks(source, written.confirmed, now_utc())
     else:
         acks = list(_acks(source, written.confirmed))
     acked = len(acks)  # a dimension's are fan-outs (below); children ack their parents

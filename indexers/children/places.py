@@ -20,7 +20,7 @@ the batches committed, so no parent it left goes untold.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -118,23 +118,30 @@ def parents_told(record: SourceRecord, before: Place) -> tuple[str | None, str |
 
 def child_acks(
     source: str, confirmed: Iterable[Confirmed[SourceRecord]], acked_at: datetime
-) -> Iterator[Ack]:
-    """One ack per parent whose children a confirmed write changed (keyed by the parent):
-    ``deleted`` says the child left it."""
+) -> list[Ack]:
+    """One ack per parent whose children the confirmed writes changed, keyed by the parent.
+
+    A parent told by many rows of one write is told once: the counter counts
+    changes to re-enrich a key, not rows, and an order's lines come in
+    together (a burst of 10 lines an order acked 10 times what it needed).
+    The ack names the last row that changed the parent; ``deleted`` says
+    whether that row left it.
+    """
+    told: dict[str, Ack] = {}
     for item in confirmed:
         record = item.record
-        before = _before(record)
-        gained, left = parents_told(record, before)
+        gained, left = parents_told(record, _before(record))
         for parent, gone in ((gained, False), (left, True)):
             if parent is None:
                 continue
             topic, partition, offset = record.where
-            yield Ack(
+            told[parent] = Ack(
                 key=parent, source=source, index=item.index, doc_id=record.key,
                 seq_no=item.seq_no, primary_term=item.primary_term, version=item.version,
                 topic=topic, partition=partition, offset=offset, acked_at=acked_at,
                 digest=None, deleted=gone,
             )  # fmt: skip
+    return list(told.values())
 
 
 def _before(record: SourceRecord) -> Place:

@@ -122,13 +122,15 @@ def test_a_deleted_child_is_a_tombstone_that_remembers_its_parent() -> None:
     assert stored_of({"_version": 5, "_source": body}) == Stored(5, NOWHERE, Place("A", "d0"))
 
 
-def test_the_acks_go_to_the_parents_keyed_by_them() -> None:
-    stored = {"1": Stored(1, Place("A", "d0"), NOWHERE)}
-    records = placed([_record("1", "B", 4), _record("2", "B", 5)], "line_id", stored, 4)
+def test_the_acks_go_to_the_parents_keyed_by_them_once_a_write() -> None:
+    stored = {"1": Stored(1, Place("A", "d0"), NOWHERE), "3": Stored(1, Place("B", "d0"), NOWHERE)}
+    rows = [_record("1", "B", 4), _record("2", "B", 5), _record("3", None, 6, deleted=True)]
+    records = placed(rows, "line_id", stored, 4)
     confirmed = [Confirmed(r, "shop-lines", r.offset, 1, r.version) for r in records]
     acks = list(child_acks("order_lines", confirmed, AT))
+    # B is told once, by the last row that changed it (row 3 left it); A once, that 1 left.
     assert [(a.key, a.doc_id, a.deleted, a.version) for a in acks] == [
-        ("B", "1", False, 5), ("A", "1", True, 5), ("B", "2", False, 6),
+        ("B", "3", True, 7), ("A", "1", True, 5),
     ]  # fmt: skip
     assert all(a.source == "order_lines" and a.digest is None for a in acks)
 
