@@ -26,9 +26,11 @@ import is left to the worker, which reports it as its task's error.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import os
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -78,20 +80,27 @@ def no_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     return iter(())
 
 
-def start_workers(spark: SparkSession) -> None:
-    """Start the executors' Python daemon and a worker per task slot, before any query.
+def start_workers(spark: SparkSession) -> threading.Thread | None:
+    """Start the executors' Python daemon and a worker per task slot, before any batch
+    (else the first batch with records starts them while its records wait).
 
-    Otherwise the first micro-batch with records starts them, while its
-    records wait. Spark stops an idle worker after a minute, but the daemon
-    stays, and with this module as the daemon a new worker is a fork. With
-    PySpark's daemon (a cluster, spark-submit) nothing is started: each
-    worker imports on its own anyway, and a component that runs no Python
-    task would start them for nothing.
+    Spark stops an idle worker after a minute; the daemon stays, and with this
+    module as the daemon a new worker is a fork. With PySpark's daemon (a
+    cluster, spark-submit) nothing is started: each worker imports on its own.
+    The job runs in a thread while the driver starts the queries; one that
+    fails leaves the workers to the first batch, which reports what failed.
     """
     if spark.sparkContext.getConf().get(CONF_KEY, "") != MODULE:
-        return
+        return None
     slots = spark.sparkContext.defaultParallelism
-    spark.range(slots, numPartitions=slots).mapInArrow(no_rows, "id long").count()
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            spark.range(slots, numPartitions=slots).mapInArrow(no_rows, "id long").count()
+
+    thread = threading.Thread(target=run, name="fusion-start-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def main() -> None:
