@@ -33,7 +33,11 @@ OPERATORS = {"jvm": "JVM processor", "python": "Python StatefulProcessor"}
 
 
 def run_counter_only(
-    config: PipelineConfig, dataset: Dataset, workdir: Path, engine: CounterEngineName = "jvm"
+    config: PipelineConfig,
+    dataset: Dataset,
+    workdir: Path,
+    engine: CounterEngineName = "jvm",
+    baseline: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The counter alone (on ``engine``) over one ack per record: acks per second of Spark time.
 
@@ -75,8 +79,10 @@ def run_counter_only(
     # Spark has reported the progress of each batch that read acks.
     with PipelineProcess(config, workdir, only="counter", stop_when_idle=3) as run:
         counts: dict[str, int] = run.finish()["counters"]
-    # Spark alone over the same acks, right after: what this machine's JVM counts without Fusion.
-    baseline = run_jvm_baseline(config, workdir)
+    # Spark alone over the same acks, right after: what this machine's JVM counts without
+    # Fusion (``baseline``: measured in this run already, over acks the same as these).
+    if baseline is None:
+        baseline = run_jvm_baseline(config, workdir)
     teardown.delete_all(config)
     figures = Figures(counts)
     rows, busy = figures.input_records("counter"), figures.batch_seconds("counter")

@@ -200,13 +200,19 @@ def run_bench(
             ]
             runs[mode].append(run_mode(config, records, mode, options.rate, workdir, warmups))
     counters = {}
+    # Spark alone over the same acks, once a run: each engine's run of it is measured beside it.
+    baselines: list[dict[str, Any]] = []
     for engine in ENGINES:
         alone = []
         for run in range(options.runs):
             on_step(f"run {run + 1}/{options.runs}: the counter alone, {engine} engine")
             counter_config = bench_config(settings, "batched", options, f"{tag}c{engine}{run}")
             records = build_dataset(counter_config, gen)
-            alone.append(run_counter_only(counter_config, records, workdir, engine))
+            shared = baselines[run] if run < len(baselines) else None
+            found = run_counter_only(counter_config, records, workdir, engine, shared)
+            if shared is None:
+                baselines.append(found["baseline"])
+            alone.append(found)
         counters[engine] = median_counter_run(alone)
     floor = statistics.median_low(floors)
     results = {mode: _median(found) for mode, found in runs.items()}

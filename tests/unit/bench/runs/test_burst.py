@@ -23,7 +23,9 @@ def test_every_run_of_a_burst_benchmark_floors_the_same_dataset(monkeypatch: Any
 
     monkeypatch.setattr(burst, "run_floor", floor)
     monkeypatch.setattr(burst, "run_mode", mode)
-    monkeypatch.setattr(burst, "run_counter_only", lambda *_: {"acks_per_second": 1})
+    monkeypatch.setattr(
+        burst, "run_counter_only", lambda *_: {"acks_per_second": 1, "baseline": {}}
+    )
     monkeypatch.setattr(burst, "machine", lambda _: {})
     options = burst.BenchOptions(3, 2, ("batched",), 1, 2)
 
@@ -45,7 +47,9 @@ def test_a_warm_burst_first_sends_n_bursts_of_as_many_other_keys(monkeypatch: An
     rates = iter([300, 100, 200, 5, 6, 7])
     monkeypatch.setattr(burst, "run_floor", lambda *_: 1.0)
     monkeypatch.setattr(burst, "run_mode", mode)
-    monkeypatch.setattr(burst, "run_counter_only", lambda *_: {"acks_per_second": next(rates)})
+    monkeypatch.setattr(
+        burst, "run_counter_only", lambda *_: {"acks_per_second": next(rates), "baseline": {}}
+    )
     monkeypatch.setattr(burst, "machine", lambda _: {})
     options = burst.BenchOptions(20, 2, ("batched",), 1, 3, warm=2)
 
@@ -57,3 +61,29 @@ def test_a_warm_burst_first_sends_n_bursts_of_as_many_other_keys(monkeypatch: An
         assert not (set(first.expected) | set(second.expected)) & set(dataset.expected)
     assert report["warm"] == 2 and report["counter_only"]["runs"] == [300, 100, 200]
     assert report["counter_only"]["acks_per_second"] == 200, "the median run"
+
+
+def test_spark_alone_is_measured_once_a_run_and_shared_by_both_engines(monkeypatch: Any) -> None:
+    from fusion.bench.runs import burst
+    from fusion.core.settings import Settings
+
+    asked: list[tuple[str, Any]] = []
+
+    def alone(config: Any, dataset: Any, workdir: Any, engine: str, baseline: Any) -> Any:
+        asked.append((engine, baseline))
+        measured = baseline or {"measured_by": config.name}
+        return {"acks_per_second": 1, "baseline": measured}
+
+    monkeypatch.setattr(burst, "run_floor", lambda *_: 1.0)
+    monkeypatch.setattr(burst, "run_mode", lambda *a: burst.ModeResult(
+        a[2], 3, 2, 0, 0, 0.0, 0, 0, 2.0, 1.5, None, None, None, None, 0))  # fmt: skip
+    monkeypatch.setattr(burst, "run_counter_only", alone)
+    monkeypatch.setattr(burst, "machine", lambda _: {})
+
+    burst.run_bench(Settings(), burst.BenchOptions(3, 2, ("batched",), 1, 2))
+
+    jvm = [baseline for engine, baseline in asked if engine == "jvm"]
+    python = [baseline for engine, baseline in asked if engine == "python"]
+    assert jvm == [None, None], "the JVM engine's runs measure it"
+    # Each Python run reuses the baseline of the JVM engine's run of the same number.
+    assert [b["measured_by"][-4:] for b in python] == ["jvm0", "jvm1"]
