@@ -92,7 +92,7 @@ def bench_children_command(args: argparse.Namespace, settings: Settings) -> int:
     kafka_client.check(settings.kafka)
     es_client.check(settings.elasticsearch)
     keys = {} if args.keys is None else {"orders": args.keys, "steady": args.keys}
-    options = run.ChildrenOptions(runs=args.runs, **keys)
+    options = run.ChildrenOptions(runs=args.runs, pipeline=_pipeline_set(args.set or ()), **keys)
     with Tracker(err, "children benchmark", "steps", rate=False) as tracker:
         found = run.run_children(settings, options, on_step=tracker.step)
     text = report.markdown(found)

@@ -110,8 +110,10 @@ def add_bench(bench: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         "changed at once, and lines changed one by one at a tenth of the floor",
         "fusion bench children --runs 3",
         "fusion bench children --keys 1000",
+        "fusion bench children --set max_offsets_per_trigger=20000",
     )
     _keys(children, "orders of the burst, and lines changed one by one (10,000)")
+    _set(children)
     _runs(children, "runs; each figure is their median (1)")
     _out(children)
 

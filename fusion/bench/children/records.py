@@ -11,10 +11,13 @@ Record = tuple[str, str, bytes]
 BIG = "BIG"  # the order of many lines
 
 
-def children_config(settings: Settings, tag: str) -> PipelineConfig:
+def children_config(
+    settings: Settings, tag: str, pipeline: tuple[tuple[str, str], ...] = ()
+) -> PipelineConfig:
+    """The orders-and-lines pipeline, with ``pipeline``'s ``[pipeline]`` options (``--set``)."""
     name = f"bench-children-{tag}"
     data = settings.model_dump(mode="python")
-    data["pipeline"] = {"name": name, "key_field": "order_id"}
+    data["pipeline"] = {"name": name, "key_field": "order_id", **dict(pipeline)}
     data["sources"] = [
         {"name": "orders", "topic": f"{name}.orders", "key": "id"},
         {"name": "lines", "topic": f"{name}.lines", "key": "line_id", "parent": "order_id",

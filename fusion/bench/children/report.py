@@ -85,4 +85,52 @@ def markdown(report: dict[str, Any]) -> str:
         f"| ... latency p99 (s) | {m['steady_p99']:.2f} ({runs('steady_p99', '.2f')}) | | "
         f"≤ {STEADY_P99:g}: {held(m['steady_p99'] <= STEADY_P99)} |",
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *_where_time_goes(report)]) + "\n"
+
+
+def _where_time_goes(report: dict[str, Any]) -> list[str]:
+    """Cores busy per process during each run's burst and steady changes, and the burst's
+    task time per stage: what limits the figures above (nothing for a report without them)."""
+    runs = [run for run in report["runs"] if run["burst"].get("cores")]
+    if not runs:
+        return []
+    seen = {k for run in runs for step in ("burst", "steady") for k in run[step]["cores"]}
+    columns = [k for k in PARTS if k in seen] + sorted(seen - set(PARTS) - {"machine"})
+    lines = [
+        "",
+        f"Cores busy by process (of {report['machine']['cores']}), from the first record sent "
+        "to the last document enriched:",
+        "",
+        f"| run, step | {' | '.join(PARTS.get(k) or k for k in columns)} | machine |",
+        "|---|" + "---:|" * (len(columns) + 1),
+    ]
+    for number, run in enumerate(runs, 1):
+        for step in ("burst", "steady"):
+            cores = run[step]["cores"]
+            cells = [str(cores.get(k, "-")) for k in [*columns, "machine"]]
+            lines.append(f"| {number}, {step} | {' | '.join(cells)} |")
+    stages = [run["burst"].get("task_stages", {}) for run in runs]
+    names = sorted({name for found in stages for name, seconds in found.items() if seconds})
+    if names:
+        lines += [
+            "",
+            "The burst's task time by stage, seconds summed over tasks (each run):",
+            "",
+            "| stage | " + " | ".join(f"run {n}" for n in range(1, len(runs) + 1)) + " |",
+            "|---|" + "---:|" * len(runs),
+        ]
+        for name in names:
+            cells = [f"{found.get(name, 0):.1f}" for found in stages]
+            lines.append(f"| {name} | {' | '.join(cells)} |")
+    return lines
+
+
+# The processes the cores tables name, in their order.
+PARTS = {
+    "jvm": "Spark JVM",
+    "worker": "Python workers",
+    "driver": "driver",
+    "elasticsearch": "Elasticsearch",
+    "kafka": "Kafka",
+    "bench": "benchmark",
+}

@@ -38,9 +38,12 @@ from fusion import pipeline
 from fusion.bench import (
     PipelineProcess,
     bench_publisher,
+    cores_between,
+    cpu_snapshot,
     git_commit,
     machine,
     produce,
+    server_pids,
     until,
 )
 from fusion.bench.children.records import children_config, line_row, order_key, order_row, orders_of
@@ -50,6 +53,7 @@ from fusion.bench.children.steps import (
     caught_up,
     per,
     steady,
+    warm_up,
 )
 from fusion.bench.runs import enriched_of, last_enriched
 from fusion.core import PipelineConfig, Settings, now_iso
@@ -57,6 +61,7 @@ from fusion.elastic import client as es_client
 from fusion.enricher import ChildRows, FoundDoc, build_enriched
 from fusion.observe import Figures
 from fusion.ops import teardown
+from fusion.topology import SINGLE
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,10 @@ class ChildrenOptions:
     steady: int = 10_000  # lines each changed once, at a tenth of the floor
     runs: int = 3
     warm: int = 500  # orders of the unmeasured first wave (at most a twentieth of the burst)
+    # Seconds of unmeasured changes before the steady ones (the JVM compiles Spark's hot code
+    # for minutes, as in `fusion bench sustain`).
+    warmup_seconds: float = 120.0
+    pipeline: tuple[tuple[str, str], ...] = ()  # [pipeline] options from the command line (--set)
 
 
 def run_children(
@@ -75,7 +84,7 @@ def run_children(
     workdir = Path(tempfile.mkdtemp(prefix="fusion-children-"))
     runs = []
     for run in range(options.runs):
-        config = children_config(settings, f"{uuid.uuid4().hex[:6]}{run}")
+        config = children_config(settings, f"{uuid.uuid4().hex[:6]}{run}", options.pipeline)
         on_step(f"run {run + 1}/{options.runs}: floor")
         floor = children_floor(settings, config, options.orders, options.lines)
         on_step(f"run {run + 1}/{options.runs}: burst, one big order, steady changes")
@@ -87,7 +96,7 @@ def run_children(
         runs.append(found)
     return {
         "kind": "children",
-        "options": vars(options),
+        "options": vars(options) | {"pipeline": dict(options.pipeline)},
         "date": now_iso(),
         "commit": git_commit(),
         "machine": machine(settings),
@@ -140,9 +149,12 @@ def measure(
         warm = max(1, min(options.warm, options.orders // 20))
         send(orders_of(config, "W", warm, options.lines))
         until(lambda: enriched_of(es, config, "W") >= warm, run.check)
+        servers = server_pids(config)
+        cpu = _cpu(run, servers)
         first = time.time()
         send(orders_of(config, "B", options.orders, options.lines))
         until(lambda: enriched_of(es, config, "B") >= options.orders, run.check)
+        cores = cores_between(cpu, _cpu(run, servers), time.time() - first)
         caught_up(config, run.check)
         burst_last = last_enriched(es, config, "B")
         burst = Figures(run.stop()["counters"])
@@ -150,7 +162,12 @@ def measure(
         run.wait_started()
         send = partial(produce, config, publisher=bench_publisher(config))
         big = big_order(es, config, send, options.big, run.check)
-        changed = steady(es, config, (options.steady, floor_rate / 10), run.check)
+        rate = floor_rate / 10
+        warm_up(config, rate, (options.warmup_seconds, warm, options.lines), run.check)
+        cpu = _cpu(run, servers)
+        started = time.time()
+        changed = steady(es, config, (options.steady, rate), run.check)
+        steady_cores = cores_between(cpu, _cpu(run, servers), time.time() - started)
         changes = Figures(run.stop()["counters"])
     teardown.delete_all(config)
     seconds = burst_last - first
@@ -161,7 +178,24 @@ def measure(
             "seconds": round(seconds, 3),
             "orders_per_second": round(options.orders / seconds, 1),
             "lookups_per_order": round(burst.lookups / burst_orders, 4),
+            "cores": cores,
+            "batches": burst.batches(SINGLE),
+            "phases": burst.phase_seconds(SINGLE),
+            "task_stages": burst.stage_seconds(),
         },
         "big": big,
-        "steady": changed | {"lookups_per_order": per(changes.lookups, changes.enriched)},
+        "steady": changed
+        | {"lookups_per_order": per(changes.lookups, changes.enriched), "cores": steady_cores}
+        # Of the big order and the steady changes together (one process).
+        | {
+            "batches": changes.batches(SINGLE),
+            "phases": changes.phase_seconds(SINGLE),
+            "task_stages": changes.stage_seconds(),
+        },
     }
+
+
+def _cpu(run: PipelineProcess, servers: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of the run's processes, each server's, the benchmark's, the machine's."""
+    assert run.process is not None
+    return cpu_snapshot(run.process.pid, servers)

@@ -14,7 +14,7 @@ from elasticsearch import Elasticsearch, helpers
 from fusion.bench import bench_publisher, until
 from fusion.bench.children.records import BIG, Record, line_row, order_key, orders_of
 from fusion.core import PipelineConfig
-from fusion.kafka import lag, stage_markers
+from fusion.kafka import Publisher, lag, stage_markers
 from fusion.observe import Figures, percentiles
 from fusion.topology import reads, topology_of
 
@@ -58,6 +58,24 @@ def _updated(config: PipelineConfig) -> int:
     return sum(Figures(m.counts).updated for m, _ in markers.values() if m is not None)
 
 
+def warm_up(
+    config: PipelineConfig, rate: float, warm: tuple[float, int, int], check: Callable[[], None]
+) -> None:
+    """Changes to the lines of the warm-up wave's orders at ``rate`` a second, not measured.
+
+    ``warm``: for how many seconds, and the warm-up orders and their lines each. A
+    pipeline in production has compiled Spark's per-batch code; a JVM started a
+    minute ago has not, and its JIT compilers take most of a core for minutes.
+    """
+    seconds, orders, lines = warm
+    if seconds <= 0 or not orders or not lines:
+        return
+    topic = config.topic_of(config.source("lines"))
+    rows = [_warm_change(n, orders, lines) for n in range(int(seconds * rate))]
+    _send_at(bench_publisher(config), topic, rows, rate)
+    caught_up(config, check)
+
+
 def steady(
     es: Elasticsearch,
     config: PipelineConfig,
@@ -68,18 +86,9 @@ def steady(
     change's latency to its order's enriched document holding it."""
     count, rate = plan
     topic = config.topic_of(config.source("lines"))
-    publisher = bench_publisher(config)
-    sent: dict[str, float] = {}
+    rows = [line_row(order_key("B", n), 0, 99) for n in range(count)]
     first = time.time()
-    for n in range(count):
-        ahead = first + n / rate - time.time()
-        if ahead > 0:
-            time.sleep(ahead)
-        key = order_key("B", n)
-        row = line_row(key, 0, 99)
-        publisher.send(topic, row["line_id"], json.dumps(row).encode())
-        sent[key] = time.time()
-    publisher.flush()
+    sent = _send_at(bench_publisher(config), topic, rows, rate)
     until(lambda: _orders_with_qty(es, config, 99) >= count, check)
     caught_up(config, check)
     latencies = sorted(at - sent[key] for key, at in _enriched_times(es, config, sent).items())
@@ -92,6 +101,27 @@ def steady(
         "latency_p99": _round(spread["p99"]),
         "latency_mean": _round(statistics.fmean(latencies) if latencies else None),
     }
+
+
+def _warm_change(n: int, orders: int, lines: int) -> dict[str, Any]:
+    """The ``n``-th warm-up change: a line of a warm-up order, each time another quantity."""
+    return line_row(order_key("W", n % orders), (n // orders) % lines, 1_000 + n)
+
+
+def _send_at(
+    publisher: Publisher, topic: str, rows: Sequence[dict[str, Any]], rate: float
+) -> dict[str, float]:
+    """Send ``rows`` at ``rate`` a second; when each order's row was sent."""
+    sent: dict[str, float] = {}
+    first = time.time()
+    for n, row in enumerate(rows):
+        ahead = first + n / rate - time.time()
+        if ahead > 0:
+            time.sleep(ahead)
+        publisher.send(topic, row["line_id"], json.dumps(row).encode())
+        sent[row["order_id"]] = time.time()
+    publisher.flush()
+    return sent
 
 
 def _round(value: float | None) -> float | None:

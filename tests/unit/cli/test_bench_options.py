@@ -77,9 +77,15 @@ def test_a_burst_takes_set_too_and_its_report_names_it() -> None:
     assert "Set for this run: `topic_partitions = 2`" in report_files.markdown(report)
 
 
-@pytest.mark.parametrize(
-    "other", ["formats", "fanout", "children", "idle", "soak", "memory", "status"]
-)
+def test_the_children_benchmark_takes_pipeline_options() -> None:
+    from fusion.bench.children.records import children_config
+
+    args = parser.build().parse_args(["bench", "children", "--set", "topic_partitions=4"])
+    pipeline = bench_commands._pipeline_set(args.set)
+    assert children_config(Settings(), "t", pipeline).pipeline.topic_partitions == 4
+
+
+@pytest.mark.parametrize("other", ["formats", "fanout", "idle", "soak", "memory", "status"])
 def test_a_benchmark_that_builds_its_own_pipeline_has_no_set(
     other: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -50,3 +50,33 @@ def test_an_orders_lines_come_before_it() -> None:
         == [config.topic_of(config.source("lines"))] * 6
         + [config.topic_of(config.source("orders"))] * 2
     )
+
+
+def test_the_report_shows_where_the_cores_and_the_task_time_went() -> None:
+    runs = [_run(10.0, 2.0, 0.002), _run(12.0, 2.5, 0.001)]
+    runs[0]["burst"] |= {
+        "cores": {"jvm": 0.4, "worker": 0.9, "machine": 1.9},
+        "task_stages": {"index.write": 3.25, "enrich.build": 0.0},
+    }
+    runs[0]["steady"] |= {"cores": {"jvm": 0.7, "elasticsearch": 0.2, "machine": 1.5}}
+    runs[1]["burst"] |= {"cores": {"jvm": 0.5, "machine": 1.8}, "task_stages": {}}
+    runs[1]["steady"] |= {"cores": {"machine": 1.4}}  # fmt: skip
+    report = {
+        "median": median_run(runs), "options": vars(ChildrenOptions()), "machine": {"cores": 2},
+        "commit": "abc1234", "date": "2026-11-28", "runs": runs,
+    }  # fmt: skip
+    text = markdown(report)
+    assert "| run, step | Spark JVM | Python workers | Elasticsearch | machine |" in text
+    assert "| 1, burst | 0.4 | 0.9 | - | 1.9 |" in text
+    assert "| 2, steady | - | - | - | 1.4 |" in text
+    # A stage no run spent time in is left out.
+    assert "| index.write | 3.2 | 0.0 |" in text and "enrich.build" not in text
+
+
+def test_a_report_without_cores_has_no_cores_table() -> None:
+    runs = [_run(10.0, 2.0, 0.002)]
+    report = {
+        "median": median_run(runs), "options": vars(ChildrenOptions()), "machine": {"cores": 2},
+        "commit": "abc1234", "date": "2026-11-28", "runs": runs,
+    }  # fmt: skip
+    assert "Cores busy" not in markdown(report)
