@@ -25,8 +25,7 @@ def bench_burst_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench.runs import burst as bench
 
     options = _burst_options(args)
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     # The warm-up; per run the floor, the modes and the counter alone on each engine.
     steps = 1 + args.runs * (1 + len(options.modes) + len(bench.ENGINES))
     with Tracker(err, "benchmark", "steps", steps, rate=False) as tracker:
@@ -55,8 +54,7 @@ def bench_formats_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import report as report_files
     from fusion.bench.runs import formats
 
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     options = formats.FormatOptions(
         keys=20_000 if args.keys is None else args.keys,
         sources=args.sources,
@@ -75,8 +73,7 @@ def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import report as report_files
     from fusion.bench.runs import fanout, fanout_report
 
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     sizes = (10_000, 100_000) if args.keys is None else (args.keys,)
     options = fanout.FanoutOptions(items=sizes, runs=args.runs, page=args.page)
     with Tracker(err, "fan-out benchmark", "steps", rate=False) as tracker:
@@ -89,10 +86,10 @@ def bench_children_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import report as report_files
     from fusion.bench.children import report, run
 
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
-    keys = {} if args.keys is None else {"orders": args.keys, "steady": args.keys}
-    options = run.ChildrenOptions(runs=args.runs, pipeline=_pipeline_set(args.set or ()), **keys)
+    _servers_answer(settings)
+    sizes = {} if args.keys is None else {"orders": args.keys, "steady": args.keys}
+    sizes |= {"warm": args.warm, "pipeline": _pipeline_set(args.set or ())}
+    options = run.ChildrenOptions(runs=args.runs, **sizes)
     with Tracker(err, "children benchmark", "steps", rate=False) as tracker:
         found = run.run_children(settings, options, on_step=tracker.step)
     text = report.markdown(found)
@@ -104,8 +101,7 @@ def bench_sustain_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench.sustain import report as sustain_report
     from fusion.bench.sustain import run as bench_sustain
 
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     options = _sustain_options(args, args.set or ())
     reports = []
     with Tracker(err, "sustained-load benchmark", "steps", rate=False) as tracker:
@@ -141,8 +137,7 @@ def bench_soak_command(args: argparse.Namespace, settings: Settings) -> int:
             "",
             "need positive minutes, kill interval and window, and at least 2 sources",
         )
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     options = soak.SoakOptions(
         minutes=args.minutes,
         window_minutes=args.window,
@@ -160,8 +155,7 @@ def bench_soak_command(args: argparse.Namespace, settings: Settings) -> int:
 def bench_idle_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench.runs import idle as bench_idle
 
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     with Tracker(err, "idle benchmark", "scenarios", rate=False) as tracker:
         tracker.step("idle scenarios and one deadline")
         report = bench_idle.run_idle(settings)
@@ -174,8 +168,7 @@ def bench_memory_command(args: argparse.Namespace, settings: Settings) -> int:
     keys = memory.MemoryOptions.keys if args.keys is None else args.keys
     if keys < 1:
         raise ConfigError("--keys", str(keys), "need at least 1 key")
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     options = memory.MemoryOptions(keys=keys, heap=args.heap)
     runs = len(options.budgets) * len(options.record_bytes)
     with Tracker(err, "memory benchmark", "runs", runs, rate=False) as tracker:
@@ -189,8 +182,7 @@ def bench_status_command(args: argparse.Namespace, settings: Settings) -> int:
     sizes = status.StatusOptions.keys if args.keys is None else (args.keys,)
     if min(sizes) < 1:
         raise ConfigError("--keys", str(args.keys), "need at least 1 key")
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     with Tracker(err, "status benchmark", "sizes", len(sizes), rate=False) as tracker:
         report = status.run_status(settings, status.StatusOptions(sizes), on_step=tracker.step)
     return print_bench(status.markdown(report), status.write_report(report, args.out))
@@ -202,8 +194,7 @@ def bench_reconcile_command(args: argparse.Namespace, settings: Settings) -> int
     keys = 100_000 if args.keys is None else args.keys
     if keys < 1:
         raise ConfigError("--keys", str(keys), "need at least 1 key")
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     with Tracker(err, "reconcile benchmark", "steps", 2, rate=False) as tracker:
         report = reconcile.run_reconcile(settings, keys, on_step=tracker.step)
     return print_bench(reconcile.markdown(report), reconcile.write_report(report, args.out))
@@ -221,8 +212,7 @@ def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench import report as report_files
     from fusion.bench.runs import scale
 
-    kafka_client.check(settings.kafka)
-    es_client.check(settings.elasticsearch)
+    _servers_answer(settings)
     with Tracker(err, "scaling benchmark", "steps", rate=False) as tracker:
         reports = scale.run_scale(settings, on_step=tracker.step)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -298,3 +288,9 @@ BENCH_HANDLERS = {
     "bench reconcile": bench_reconcile_command,
     "bench scale": bench_scale_command,
 }
+
+
+def _servers_answer(settings: Settings) -> None:
+    """Kafka and Elasticsearch answer, or one line saying which does not (before any step)."""
+    kafka_client.check(settings.kafka)
+    es_client.check(settings.elasticsearch)

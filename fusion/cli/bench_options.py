@@ -114,6 +114,10 @@ def add_bench(bench: argparse.ArgumentParser, common: argparse.ArgumentParser) -
     )
     _keys(children, "orders of the burst, and lines changed one by one (10,000)")
     _set(children)
+    children.add_argument(
+        "--warm", type=int, metavar="ORDERS",
+        help="orders enriched first, not measured (a twentieth of the burst's)",
+    )  # fmt: skip
     _runs(children, "runs; each figure is their median (1)")
     _out(children)
 

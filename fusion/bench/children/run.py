@@ -6,7 +6,7 @@ the orders' enriched documents, arrays included, bulk-written from Python: no
 Kafka, no Spark):
 
 1. **burst**: ``orders`` orders of ``lines`` lines each, lines first, into a
-   `fusion run` that has enriched a small wave of other orders (not measured):
+   `fusion run` that has enriched a wave of other orders (``warm``, not measured):
    the time from the first record sent to the last order's enriched document,
    the orders enriched per second, and the Elasticsearch lookups per order
    (the parts' ``_mget`` and the arrays' searches, from the run's own counts);
@@ -71,7 +71,9 @@ class ChildrenOptions:
     big: int = 5_000  # lines of the one big order, all changed at once
     steady: int = 10_000  # lines each changed once, at a tenth of the floor
     runs: int = 3
-    warm: int = 500  # orders of the unmeasured first wave (at most a twentieth of the burst)
+    # Orders of the unmeasured first wave (None: a twentieth of the burst's). As many as the
+    # burst's: the burst meets a JVM that compiled its hot code, as after `fusion bench --warm`.
+    warm: int | None = None
     # Seconds of unmeasured changes before the steady ones (the JVM compiles Spark's hot code
     # for minutes, as in `fusion bench sustain`).
     warmup_seconds: float = 120.0
@@ -146,7 +148,7 @@ def measure(
     with PipelineProcess(config, workdir) as run:
         run.wait_started()
         send = partial(produce, config, publisher=bench_publisher(config))
-        warm = max(1, min(options.warm, options.orders // 20))
+        warm = max(1, options.orders // 20 if options.warm is None else options.warm)
         send(orders_of(config, "W", warm, options.lines))
         until(lambda: enriched_of(es, config, "W") >= warm, run.check)
         servers = server_pids(config)

@@ -77,12 +77,14 @@ def test_a_burst_takes_set_too_and_its_report_names_it() -> None:
     assert "Set for this run: `topic_partitions = 2`" in report_files.markdown(report)
 
 
-def test_the_children_benchmark_takes_pipeline_options() -> None:
+def test_the_children_benchmark_takes_pipeline_options_and_a_warm_wave() -> None:
     from fusion.bench.children.records import children_config
 
-    args = parser.build().parse_args(["bench", "children", "--set", "topic_partitions=4"])
+    argv = ["bench", "children", "--set", "topic_partitions=4", "--warm", "10000"]
+    args = parser.build().parse_args(argv)
     pipeline = bench_commands._pipeline_set(args.set)
     assert children_config(Settings(), "t", pipeline).pipeline.topic_partitions == 4
+    assert args.warm == 10_000
 
 
 @pytest.mark.parametrize("other", ["formats", "fanout", "idle", "soak", "memory", "status"])
