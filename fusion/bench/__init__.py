@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from fusion.bench.process import started_on_fresh_topics as started_on_fresh_topics
     from fusion.bench.process import timed_command as timed_command
     from fusion.bench.process import until as until
+    from fusion.bench.proctree import PART_NAMES as PART_NAMES
     from fusion.bench.proctree import cores_between as cores_between
     from fusion.bench.proctree import cpu_by_part as cpu_by_part
     from fusion.bench.proctree import cpu_snapshot as cpu_snapshot

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fusion.bench import PART_NAMES
+
 
 def median_run(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Each figure's median over the runs (the lower middle one), and each run's."""
@@ -95,13 +97,13 @@ def _where_time_goes(report: dict[str, Any]) -> list[str]:
     if not runs:
         return []
     seen = {k for run in runs for step in ("burst", "steady") for k in run[step]["cores"]}
-    columns = [k for k in PARTS if k in seen] + sorted(seen - set(PARTS) - {"machine"})
+    columns = [k for k in PART_NAMES if k in seen] + sorted(seen - set(PART_NAMES) - {"machine"})
     lines = [
         "",
         f"Cores busy by process (of {report['machine']['cores']}), from the first record sent "
         "to the last document enriched:",
         "",
-        f"| run, step | {' | '.join(PARTS.get(k) or k for k in columns)} | machine |",
+        f"| run, step | {' | '.join(PART_NAMES.get(k) or k for k in columns)} | machine |",
         "|---|" + "---:|" * (len(columns) + 1),
     ]
     for number, run in enumerate(runs, 1):
@@ -123,14 +125,3 @@ def _where_time_goes(report: dict[str, Any]) -> list[str]:
             cells = [f"{found.get(name, 0):.1f}" for found in stages]
             lines.append(f"| {name} | {' | '.join(cells)} |")
     return lines
-
-
-# The processes the cores tables name, in their order.
-PARTS = {
-    "jvm": "Spark JVM",
-    "worker": "Python workers",
-    "driver": "driver",
-    "elasticsearch": "Elasticsearch",
-    "kafka": "Kafka",
-    "bench": "benchmark",
-}

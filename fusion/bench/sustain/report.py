@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fusion.bench import set_lines, write_files
+from fusion.bench import PART_NAMES, set_lines, write_files
 from fusion.bench.sustain.floor import median_of_runs, share
 
 
@@ -77,14 +77,6 @@ def _steps(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 # A step's processes, in the order the cores table shows them; a server not named here
 # (the schema registry) gets a column after them.
-PARTS = {
-    "jvm": "Spark JVM",
-    "worker": "Python workers",
-    "driver": "driver",
-    "elasticsearch": "Elasticsearch",
-    "kafka": "Kafka",
-    "bench": "the benchmark (producer, timing)",
-}
 
 
 def cores_table(report: dict[str, Any]) -> list[str]:
@@ -94,8 +86,8 @@ def cores_table(report: dict[str, Any]) -> list[str]:
     if not steps:
         return []
     seen = {k for _, s in steps for k in s["cores"]} - {"machine"}
-    columns = [k for k in PARTS if k in seen] + sorted(seen - set(PARTS))
-    names = [PARTS.get(k) or k for k in columns]
+    columns = [k for k in PART_NAMES if k in seen] + sorted(seen - set(PART_NAMES))
+    names = [PART_NAMES.get(k) or k for k in columns]
     cores = report["machine"]["cores"]
     lines = [
         f"Cores busy while each step's records were sent, by process (of {cores}):",
