@@ -11,14 +11,9 @@ from typing import Protocol, TypeVar
 from fusion.core.machine import procfs
 
 # The parts :func:`cpu_snapshot` reads, as the reports' cores tables name them, in their order.
-PART_NAMES = {
-    "jvm": "Spark JVM",
-    "worker": "Python workers",
-    "driver": "driver",
-    "elasticsearch": "Elasticsearch",
-    "kafka": "Kafka",
-    "bench": "the benchmark (producer, timing)",
-}
+PART_NAMES = {"jvm": "Spark JVM", "worker": "Python workers", "driver": "driver",
+              "elasticsearch": "Elasticsearch", "kafka": "Kafka",
+              "bench": "the benchmark (producer, timing)"}  # fmt: skip
 
 
 def tree_cpu_seconds(root: int) -> float:
