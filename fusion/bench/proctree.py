@@ -10,7 +10,8 @@ from typing import Protocol, TypeVar
 
 from fusion.core.machine import procfs
 
-# The parts :func:`cpu_snapshot` reads, as the reports' cores tables name them, in their order.
+# The parts :func:`cpu_snapshot` reads, as cores tables name them, in their order (a server
+# not named here, the schema registry, gets a column after them).
 PART_NAMES = {"jvm": "Spark JVM", "worker": "Python workers", "driver": "driver",
               "elasticsearch": "Elasticsearch", "kafka": "Kafka",
               "bench": "the benchmark (producer, timing)"}  # fmt: skip

@@ -75,10 +75,6 @@ def _steps(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return rows + [(_fixed(s), s) for s in report.get("at_rates", [])]
 
 
-# A step's processes, in the order the cores table shows them; a server not named here
-# (the schema registry) gets a column after them.
-
-
 def cores_table(report: dict[str, Any]) -> list[str]:
     """Cores each process kept busy while each step's records were sent, and the machine's
     (all of it: what no column names is the rest); nothing for a report without them."""
