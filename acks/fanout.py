@@ -1,17 +1,21 @@
 """A fan-out request: "this dimension row changed; every key that names it gets a slot ack".
 
 A dimension's indexer task puts one on ``<pipeline>.fanout`` for each row it
-wrote (docs/dimensions.md). The indexer works it a page per micro-batch: the
-keys whose documents name the row (a ``term`` query on ``fusion.refs.<dimension>``,
-sorted by the key), one slot ack each, and, while pages remain, the request
-again with ``after`` set to the page's last sort value. Kafka key:
+wrote and each reference naming its dimension (docs/dimensions.md). The
+indexer works it a page per micro-batch: the keys whose documents name the
+row by that reference (a ``term`` query on ``fusion.refs.<reference>``, sorted
+by the key), one slot ack each, and, while pages remain, the request again
+with ``after`` set to the page's last sort value. Kafka key:
 ``<dimension>/<id>``, so one row's requests stay in order. Value: UTF-8 JSON::
 
-    {"dimension": "brand", "id": "17", "version": 42, "digest": "9f2c4e1a0b7d3e55",
-     "requested_at": "2026-11-21T10:00:00.123456Z", "after": null, "keys": 0}
+    {"dimension": "user", "id": "17", "version": 42, "digest": "9f2c4e1a0b7d3e55",
+     "requested_at": "2026-11-21T10:00:00.123456Z", "after": null, "keys": 0,
+     "reference": "buyer"}
 
 ``digest`` is null for a deleted row; ``keys``: how many slot acks earlier
-pages of this request published.
+pages of this request published; ``reference`` null (a request published
+before references had names of their own): the reference named like the
+dimension.
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ class FanoutRequest(BaseModel):
     requested_at: datetime
     after: list[Any] | None = None
     keys: int = Field(default=0, ge=0)
+    reference: str | None = None
+
+    @property
+    def through(self) -> str:
+        """The reference whose documents this request searches."""
+        return self.reference or self.dimension
 
     @property
     def kafka_key(self) -> str:

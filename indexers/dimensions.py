@@ -40,9 +40,17 @@ class Row:
     primary_term: int = 1
 
 
-def wanted_rows(records: Iterable[SourceRecord]) -> list[RowId]:
-    """The distinct rows the records name, in a stable order."""
-    return sorted({(dim, ref) for record in records for dim, ref in record.refs.items()})
+def wanted_rows(records: Iterable[SourceRecord], references: Sequence[Reference]) -> list[RowId]:
+    """The distinct rows the records name, in a stable order (a row two references name is
+    one row)."""
+    return sorted(
+        {
+            (r.dimension, ref)
+            for record in records
+            for r in references
+            if (ref := record.refs.get(r.name)) is not None
+        }
+    )
 
 
 def lookup_rows(
@@ -91,9 +99,9 @@ def slot_acks(
     rows: Mapping[RowId, Row],
     acked_at: datetime,
 ) -> list[Ack]:
-    """One slot ack per confirmed document and dimension it references."""
+    """One slot ack per confirmed document and reference of its source."""
     return [
-        slot_ack(indexes, reference.dimension, item, rows, acked_at)
+        slot_ack(indexes, reference, item, rows, acked_at)
         for item in confirmed
         for reference in references
     ]
@@ -101,38 +109,39 @@ def slot_acks(
 
 def slot_ack(
     indexes: Mapping[str, str],
-    dimension: str,
+    reference: Reference,
     item: Confirmed[SourceRecord],
     rows: Mapping[RowId, Row],
     acked_at: datetime,
 ) -> Ack:
-    """Key K's slot of ``dimension`` after its referrer's write: the row it names, if there.
+    """Key K's slot of ``reference`` after its referrer's write: the row it names, if there.
 
     A deleted referrer names nothing: its slots go with it.
     """
     record = item.record
-    ref = None if record.deleted else record.refs.get(dimension)
-    row = rows.get((dimension, ref)) if ref is not None else None
-    named = (record.key, item.version, dimension, ref)
-    return slot(indexes, named, row, record.where, acked_at)
+    ref = None if record.deleted else record.refs.get(reference.name)
+    row = rows.get((reference.dimension, ref)) if ref is not None else None
+    named = (record.key, item.version, reference.name, ref)
+    return slot(indexes[reference.dimension], named, row, record.where, acked_at)
 
 
 def slot(
-    indexes: Mapping[str, str],
+    index: str,
     named: tuple[str, int, str, str | None],
     row: Row | None,
     where: tuple[str, int, int],
     acked_at: datetime,
 ) -> Ack:
-    """The slot ack of ``named`` (key, its referrer's version, dimension, the id it names):
-    the row, or an empty slot when the row is not there (or is a tombstone)."""
-    key, version, dimension, ref = named
+    """The slot ack of ``named`` (key, its referrer's version, the reference's name, the id
+    it names), a row of ``index``: the row, or an empty slot when the row is not there (or
+    is a tombstone)."""
+    key, version, name, ref = named
     digest = slot_digest(ref, row.digest) if ref and row and row.digest else None
     topic, partition, offset = where
     return Ack(
         key=key,
-        source=dimension,
-        index=indexes[dimension],
+        source=name,
+        index=index,
         doc_id=ref or key,
         seq_no=row.seq_no if row else 0,
         primary_term=row.primary_term if row else 1,

@@ -5,9 +5,9 @@ A dimension's indexer task asks for a fan-out of each row it wrote
 the others go on the fan-out topic. A task of the fan-out topic's partition
 then, for each row asked for (the newest request of a row in the batch wins):
 
-1. searches the referrer's index for the documents that name the row (a
-   ``term`` query on ``fusion.refs.<dimension>``, sorted by key, after the
-   request's cursor), ``fanout_page`` of them;
+1. searches the referrer's index for the documents that name the row by the
+   request's reference (a ``term`` query on ``fusion.refs.<reference>``, sorted
+   by key, after the request's cursor), ``fanout_page`` of them;
 2. gives each key a slot ack: the item's version, the row's id, version and
    digest (a deleted row: the slot is empty);
 3. if the page was full, asks again with the page's last sort value.
@@ -20,7 +20,7 @@ newer than what the counter has).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -37,18 +37,27 @@ from indexers.spec import IndexSpec, Outputs, Referrer
 
 
 def requests_for(
-    dimension: str, confirmed: Iterable[Confirmed[SourceRecord]], at: datetime
-) -> list[FanoutRequest]:
-    """One fan-out request per dimension row written (a deleted one's too)."""
+    dimension: str,
+    references: Sequence[str],
+    confirmed: Iterable[Confirmed[SourceRecord]],
+    at: datetime,
+) -> list[tuple[FanoutRequest, Confirmed[SourceRecord]]]:
+    """One fan-out request per dimension row written (a deleted one's too) and reference
+    naming the dimension, each with its row."""
     return [
-        FanoutRequest(
-            dimension=dimension,
-            id=item.record.key,
-            version=item.version,
-            digest=None if item.record.deleted else item.record.digest,
-            requested_at=at,
+        (
+            FanoutRequest(
+                dimension=dimension,
+                id=item.record.key,
+                version=item.version,
+                digest=None if item.record.deleted else item.record.digest,
+                requested_at=at,
+                reference=reference,
+            ),
+            item,
         )
         for item in confirmed
+        for reference in references
     ]
 
 
@@ -76,11 +85,11 @@ def worth_a_fanout(item: Confirmed[SourceRecord], before: Row | None, first_offs
 def newest_per_row(
     requests: Iterable[tuple[FanoutRequest, Where]],
 ) -> list[tuple[FanoutRequest, Where]]:
-    """A row's newest request (a newer row version starts over, which covers every key);
-    for one version, the one that got furthest."""
-    newest: dict[tuple[str, str], tuple[FanoutRequest, Where]] = {}
+    """A row's newest request through each reference (a newer row version starts over, which
+    covers every key); for one version, the one that got furthest."""
+    newest: dict[tuple[str, str, str], tuple[FanoutRequest, Where]] = {}
     for request, where in requests:
-        row = (request.dimension, request.id)
+        row = (request.dimension, request.id, request.through)
         before = newest.get(row)
         if before is None or (request.version, request.keys) > (before[0].version, before[0].keys):
             newest[row] = (request, where)
@@ -140,9 +149,9 @@ def work_pages(
     again: list[FanoutRequest] = []
     es, retry = spec.es(), spec.retry()
     for request, where, size in requests:
-        referrer = spec.referrers[request.dimension]
+        referrer = spec.referrers[request.through]
         hits, after = search_page(es, referrer, request, where, retry, metrics, size)
-        acks += _slots(spec.indexes, request, hits, where)
+        acks += _slots(spec.indexes[request.dimension], request, hits, where)
         if after is not None:
             again.append(
                 request.model_copy(update={"after": after, "keys": request.keys + len(hits)})
@@ -166,7 +175,7 @@ def search_page(
     :data:`SEARCH_SIZE`), and the cursor of the next page (None: this was the last)."""
     index = referrer.index
     sort = [{referrer.sort_field: "asc"}]
-    query = {"term": {f"{STORED_REFS}.{request.dimension}": request.id}}
+    query = {"term": {f"{STORED_REFS}.{request.through}": request.id}}
     after, hits = request.after, list[dict[str, Any]]()
     while len(hits) < page_size:
         size = min(SEARCH_SIZE, page_size - len(hits))
@@ -189,15 +198,13 @@ def search_page(
 
 
 def _slots(
-    indexes: Mapping[str, str],
-    request: FanoutRequest,
-    hits: Sequence[dict[str, Any]],
-    where: Where,
+    index: str, request: FanoutRequest, hits: Sequence[dict[str, Any]], where: Where
 ) -> list[Ack]:
-    """Each hit's slot: its item, at the version found, names the requested row."""
+    """Each hit's slot: its item, at the version found, names the requested row (of
+    ``index``) by the request's reference."""
     at = now_utc()
     row = Row(request.version, request.digest)
+    name = request.through
     return [
-        slot(indexes, (hit["_id"], hit["_version"], request.dimension, request.id), row, where, at)
-        for hit in hits
+        slot(index, (hit["_id"], hit["_version"], name, request.id), row, where, at) for hit in hits
     ]

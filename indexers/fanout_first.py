@@ -2,8 +2,9 @@
 
 A dimension's indexer task, right after its ``refresh=wait_for`` write of the
 changed rows, counts the keys naming each row (one ``terms`` aggregation for
-all of them) and does the fan-outs that fit in :data:`FIRST_PAGES` keys over
-all: their pages searched, their slot acks published in its own transaction.
+all of them per reference to the dimension) and does the fan-outs that fit in
+:data:`FIRST_PAGES` keys over all: their pages searched, their slot acks
+published in its own transaction.
 The others go on the fan-out topic, untouched, and are paged there a batch
 later as before (:mod:`indexers.fanout`).
 
@@ -38,13 +39,15 @@ def first_pages(
 ) -> list[Any]:
     """The output records of the fan-outs of the rows ``changed``: the small ones done, the
     others asked of the fan-out topic."""
-    requests = requests_for(dimension, changed, now_utc())
-    naming = naming_counts(spec, dimension, [r.id for r in requests], metrics) if requests else {}
+    references = spec.naming[dimension]
+    requests = requests_for(dimension, references, changed, now_utc())
+    ids = [item.record.key for item in changed]
+    naming = {r: naming_counts(spec, r, ids, metrics) for r in references if changed}
     fits: list[tuple[FanoutRequest, Where, int]] = []
     left: list[FanoutRequest] = []
     room = min(spec.fanout_page, FIRST_PAGES)
-    for request, item in zip(requests, changed, strict=True):
-        keys = naming.get(request.id, 0)
+    for request, item in requests:
+        keys = naming[request.through].get(request.id, 0)
         if 0 < keys <= room:
             # One more than counted: a page that comes back short is the whole fan-out.
             fits.append((request, item.record.where, keys + 1))
@@ -62,11 +65,12 @@ def first_pages(
 
 
 def naming_counts(
-    spec: IndexSpec, dimension: str, ids: list[str], metrics: Metrics
+    spec: IndexSpec, reference: str, ids: list[str], metrics: Metrics
 ) -> dict[str, int]:
-    """How many keys' documents name each of the rows ``ids`` (a ``terms`` aggregation)."""
-    index = spec.referrers[dimension].index
-    field = f"{STORED_REFS}.{dimension}"
+    """How many keys' documents name each of the rows ``ids`` by ``reference`` (a ``terms``
+    aggregation)."""
+    index = spec.referrers[reference].index
+    field = f"{STORED_REFS}.{reference}"
     es = spec.es()
 
     def call() -> dict[str, Any]:

@@ -21,9 +21,9 @@ from indexers.keys import InvalidKey, checked_key
 
 @dataclass(frozen=True)
 class Named:
-    """The row of ``dimension`` a record names: its id, or why it names none."""
+    """The row a record names by the reference ``name``: its id, or why it names none."""
 
-    dimension: str
+    name: str
     id: str | None
     problem: str | None = None  # set when id is None: "item.brand_id is null"
 
@@ -34,9 +34,9 @@ def references_in(doc: Mapping[str, Any], references: Sequence[Reference]) -> tu
 
 
 def stored_refs(named: Sequence[Named]) -> dict[str, str]:
-    """What the document keeps in ``fusion.refs``: the ids it names, by dimension, so that a
-    dimension's change finds its documents with one ``term`` query per id."""
-    return {n.dimension: n.id for n in named if n.id is not None}
+    """What the document keeps in ``fusion.refs``: the ids it names, by reference, so that a
+    dimension's change finds its documents with one ``term`` query per id and reference."""
+    return {n.name: n.id for n in named if n.id is not None}
 
 
 def _named(doc: Mapping[str, Any], reference: Reference) -> Named:
@@ -44,9 +44,9 @@ def _named(doc: Mapping[str, Any], reference: Reference) -> Named:
     found: Any = doc
     for part in reference.path:
         if not isinstance(found, dict) or part not in found:
-            return Named(reference.dimension, None, f"{what} is missing")
+            return Named(reference.name, None, f"{what} is missing")
         found = found[part]
     try:
-        return Named(reference.dimension, checked_key(found, what))
+        return Named(reference.name, checked_key(found, what))
     except InvalidKey as exc:
-        return Named(reference.dimension, None, str(exc))
+        return Named(reference.name, None, str(exc))

@@ -70,7 +70,8 @@ class IndexSpec:
 
     sources: Mapping[str, SourceSlice]  # the sources the query indexes, by name
     indexes: Mapping[str, str]  # every source's index by name: dimension rows are read there
-    referrers: Mapping[str, Referrer]  # by dimension
+    referrers: Mapping[str, Referrer]  # by reference
+    naming: Mapping[str, tuple[str, ...]]  # by dimension: the references naming its rows
     outputs: Outputs
     elasticsearch: ElasticsearchSettings
     registry: RegistrySettings
@@ -93,10 +94,8 @@ def index_spec(config: PipelineConfig, sources: Sequence[str]) -> IndexSpec:
     return IndexSpec(
         sources={name: _source(config, name) for name in sources},
         indexes={s.name: config.index_of(s) for s in config.sources},
-        referrers={
-            dimension: _referrer(config, config.referrer_of(dimension))
-            for dimension in config.dimensions
-        },
+        referrers={r.name: _referrer(config, r.referrer) for r in config.references},
+        naming={d: tuple(r.name for r in config.references_to(d)) for d in config.dimensions},
         outputs=Outputs(
             acks=config.acks_topic,
             slots=config.slots_topic,

@@ -261,7 +261,8 @@ def _slot_acks(
     metrics: Metrics,
 ) -> list[Ack]:
     """Each confirmed document's slot acks, after one lookup of the rows they name."""
-    wanted = wanted_rows(item.record for item in confirmed if not item.record.deleted)
+    named = (item.record for item in confirmed if not item.record.deleted)
+    wanted = wanted_rows(named, references)
     rows = lookup_rows(spec.es(), spec.indexes, wanted, spec.retry(), metrics)
     return slot_acks(spec.indexes, references, confirmed, rows, now_utc())
 

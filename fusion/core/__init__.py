@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from fusion.core.config import PipelineConfig as PipelineConfig
     from fusion.core.config_file import write_config as write_config
     from fusion.core.config_tables import PipelineSection as PipelineSection
+    from fusion.core.config_tables import ReferenceTable as ReferenceTable
     from fusion.core.config_tables import SourceConfig as SourceConfig
     from fusion.core.config_values import AVRO_FORMATS as AVRO_FORMATS
     from fusion.core.config_values import CounterEngineName as CounterEngineName

@@ -26,9 +26,18 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from fusion.core.config_tables import PipelineSection, SourceConfig
+from fusion.core.config_topics import TopicNames
 from fusion.core.config_values import key_spec
 from fusion.core.connections import check_registry
-from fusion.core.relations import Reference, check_names, check_sources, references_of
+from fusion.core.relations import (
+    Reference,
+    check_names,
+    check_sources,
+    part_names,
+    part_timeouts,
+    references_of,
+    required_parts,
+)
 from fusion.core.settings import Settings
 
 # The enriched document's object of Fusion's own fields (fired_at, versions, ...).
@@ -49,7 +58,7 @@ STORED_OWN = ("key", "refs", "ts", "parent", "order", "digest", "before")
 MESSAGE_HEADROOM = 64 * 1024
 
 
-class PipelineConfig(Settings):
+class PipelineConfig(TopicNames, Settings):
     """Everything ``fusion run`` needs; build it with :meth:`Settings.load`."""
 
     pipeline: PipelineSection
@@ -94,9 +103,13 @@ class PipelineConfig(Settings):
         """The references of ``source``'s records (none for most sources)."""
         return tuple(r for r in self.references if r.referrer == source)
 
-    def referrer_of(self, dimension: str) -> str:
-        """The source whose records name ``dimension``'s rows (one, checked at load)."""
-        return next(r.referrer for r in self.references if r.dimension == dimension)
+    def reference(self, name: str) -> Reference:
+        """The reference named ``name``: its referrer, its dimension, its field."""
+        return next(r for r in self.references if r.name == name)
+
+    def references_to(self, dimension: str) -> tuple[Reference, ...]:
+        """The references naming ``dimension``'s rows: a row's change fans out through each."""
+        return tuple(r for r in self.references if r.dimension == dimension)
 
     @property
     def dimensions(self) -> tuple[str, ...]:
@@ -116,23 +129,26 @@ class PipelineConfig(Settings):
         return min((r.referrer for r in self.references), default=None)
 
     @property
-    def required_sources(self) -> tuple[str, ...]:
-        default = self.pipeline.required
-        return tuple(
-            s.name
-            for s in self.sources
-            if not s.children and (s.required if s.required is not None else default)
-        )
+    def parts(self) -> tuple[str, ...]:
+        """What a key's enriched document holds, by name: each source keyed by the join key,
+        each children source, and each reference's row (a dimension is none by itself)."""
+        return part_names(self.sources, self.references)
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """The parts a key holds by reference (docs/dimensions.md): the references' names."""
+        return tuple(r.name for r in self.references)
+
+    @property
+    def required_parts(self) -> tuple[str, ...]:
+        """The parts a key waits for: a reference's by its dimension's ``required``."""
+        return required_parts(self.sources, self.references, self.pipeline.required)
 
     @property
     def timeouts(self) -> dict[str, float | None]:
-        """Each source's completion timeout in seconds (None: wait as long as state lives).
-        Children are not waited for: theirs is None."""
-        default = self.pipeline.timeout
-        return {
-            s.name: None if s.children else s.timeout if s.timeout is not None else default
-            for s in self.sources
-        }
+        """Each part's completion timeout in seconds (None: wait as long as state lives); a
+        reference's is its dimension's. Children are not waited for: theirs is None."""
+        return part_timeouts(self.sources, self.references, self.pipeline.timeout)
 
     @property
     def max_record_bytes(self) -> int:
@@ -211,56 +227,12 @@ class PipelineConfig(Settings):
         return source.index or f"{self.name}-{source.name}"
 
     @property
-    def acks_topic(self) -> str:
-        return self.pipeline.acks_topic or f"{self.name}.acks"
-
-    @property
-    def ready_topic(self) -> str:
-        return self.pipeline.ready_topic or f"{self.name}.ready"
-
-    @property
-    def enriched_topic(self) -> str:
-        return self.pipeline.enriched_topic or f"{self.name}.enriched"
-
-    @property
-    def dlq_topic(self) -> str:
-        return self.pipeline.dlq_topic or f"{self.name}.dlq"
-
-    @property
-    def incomplete_topic(self) -> str:
-        return self.pipeline.incomplete_topic or f"{self.name}.incomplete"
-
-    @property
-    def updates_topic(self) -> str:
-        return self.pipeline.updates_topic or f"{self.name}.updated"
-
-    @property
-    def fanout_topic(self) -> str:
-        """Dimension rows whose keys are owed slot acks (:mod:`acks.fanout`)."""
-        return f"{self.name}.fanout"
-
-    @property
-    def slots_topic(self) -> str:
-        """Slot acks, read back by what counts: a replayed batch counts the same ones."""
-        return f"{self.name}.slots"
-
-    @property
-    def markers_topic(self) -> str:
-        """Compacted topic of each query's last batch (:mod:`fusion.kafka.exactly_once`)."""
-        return self.pipeline.markers_topic or f"{self.name}.markers"
-
-    @property
-    def clock_topic(self) -> str:
-        """The counter's clock: a tick when a deadline is due (:mod:`fusion.counter.clock`)."""
-        return f"{self.name}.clock"
-
-    @property
     def has_deadlines(self) -> bool:
         """Whether keys have deadlines: a source's timeout, or ``state_ttl`` for a required
         source without one (the counter then runs the deadline clock)."""
         if any(timeout is not None for timeout in self.timeouts.values()):
             return True
-        return self.pipeline.state_ttl is not None and bool(self.required_sources)
+        return self.pipeline.state_ttl is not None and bool(self.required_parts)
 
     @property
     def enriched_index(self) -> str:

@@ -6,7 +6,14 @@ is :class:`fusion.core.config.PipelineConfig`'s.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from fusion.core.config_values import (
     ChildMapping,
@@ -28,6 +35,18 @@ from fusion.core.config_values import (
 )
 
 STRICT = ConfigDict(frozen=True, extra="forbid")
+
+
+class ReferenceTable(BaseModel):
+    """A reference named otherwise than the dimension it names (``buyer = { dimension =
+    "user", field = "buyer_id" }``): how one table is referenced twice."""
+
+    model_config = STRICT
+
+    dimension: str
+    field: str
+
+    _valid_field = field_validator("field")(check_key)
 
 
 class SourceConfig(BaseModel):
@@ -52,7 +71,7 @@ class SourceConfig(BaseModel):
     # A table keyed by its own key, joined to the keys whose records name its rows
     # (fusion/core/relations/dimensions.py); and the rows this source's records name.
     dimension: bool = False
-    references: dict[str, str] = Field(default_factory=dict)
+    references: dict[str, str | ReferenceTable] = Field(default_factory=dict)
     # Children (fusion/core/relations/children.py): each record a row with its own ``key`` that
     # names its parent's key at ``parent``; the enriched document holds them as an array
     # under the source's name, ordered by ``order_by`` (default: their own key), at most
@@ -64,12 +83,26 @@ class SourceConfig(BaseModel):
 
     _valid_name = field_validator("name")(check_name)
 
-    @field_validator("references")
+    @field_validator("references", mode="before")
     @classmethod
-    def _check_references(cls, value: dict[str, str]) -> dict[str, str]:
-        for path in value.values():
-            check_key(path)
-        return value
+    def _check_references(cls, value: object) -> object:
+        """Each reference as a path, or as a table naming its dimension; anything else is one
+        line saying the two forms (pydantic's own error names the union's members)."""
+        if not isinstance(value, dict):
+            return value
+        checked: dict[str, str | ReferenceTable] = {}
+        for name, written in value.items():
+            if isinstance(written, str):
+                checked[name] = check_key(written)
+                continue
+            try:
+                checked[name] = ReferenceTable.model_validate(written)
+            except ValidationError:
+                raise ValueError(
+                    f'{name}: write the field that names the row ({name} = "<field>"), or '
+                    f'{name} = {{ dimension = "<source>", field = "<field>" }}; found {written!r}'
+                ) from None
+        return checked
 
     @field_validator("key", "parent", "order_by")
     @classmethod

@@ -27,7 +27,8 @@ class Rules:
     state_ttl_ms: int | None = None  # required sources without a timeout wait this long
     # A source of a fired key deleted: re-enrich without it, or delete the enriched document.
     on_delete: Literal["reenrich", "delete"] = "reenrich"
-    # The sources that are dimensions: their slots count their changes (docs/dimensions.md).
+    # A key's parts held by reference, by the reference's name: their slots count their
+    # changes (docs/dimensions.md).
     dimensions: frozenset[str] = frozenset()
     # Children sources (docs/children.md): a slot too, to which every ack is a change.
     children: frozenset[str] = frozenset()
@@ -47,8 +48,8 @@ class Rules:
     def of(cls, config: PipelineConfig) -> Rules:
         ttl = config.pipeline.state_ttl
         return cls(
-            frozenset(config.source_names),
-            frozenset(config.required_sources),
+            frozenset(config.parts),
+            frozenset(config.required_parts),
             {
                 name: None if seconds is None else int(seconds * 1000)
                 for name, seconds in config.timeouts.items()
@@ -56,7 +57,7 @@ class Rules:
             config.pipeline.on_update,
             None if ttl is None else int(ttl * 1000),
             config.pipeline.on_delete,
-            frozenset(config.dimensions),
+            frozenset(config.slots),
             frozenset(config.children),
         )
 

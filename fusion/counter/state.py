@@ -89,7 +89,7 @@ def summary(spark: SparkSession, config: PipelineConfig) -> StateSummary:
 
     if not has_state(spark, config):
         return StateSummary()
-    sources = sorted(config.source_names)
+    sources = sorted(config.parts)
     seen = F.from_json(F.col("seen"), "map<string,array<string>>")
     pending = F.col("fired_at").isNull() & F.col("expired_at").isNull()
     counts = [F.count(F.lit(1)), F.sum(pending.cast("long"))] + [

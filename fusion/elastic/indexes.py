@@ -34,7 +34,7 @@ def source_mapping(config: PipelineConfig, source: SourceConfig) -> dict[str, An
     references = config.references_from(source.name)
     if references:
         # The ids of the rows a document names: a dimension row's change finds them by term.
-        own["refs"] = {"properties": {r.dimension: keyword for r in references}}
+        own["refs"] = {"properties": {r.name: keyword for r in references}}
     properties: dict[str, Any] = {RESERVED_FIELD: {"properties": own}}
     if field != STORED_KEY:
         properties[field] = keyword

@@ -106,8 +106,8 @@ def enrich_spec(config: PipelineConfig) -> EnrichSpec:
     pipeline = config.pipeline
     return EnrichSpec(
         key_field=config.key_field,
-        sources=_parts(config, config.source_names),
-        required=config.required_sources,
+        sources=_parts(config, config.parts),
+        required=config.required_parts,
         enriched_index=config.enriched_index,
         enriched_topic=config.enriched_topic,
         incomplete_topic=config.incomplete_topic,
@@ -125,9 +125,11 @@ def enrich_spec(config: PipelineConfig) -> EnrichSpec:
 
 
 def _parts(config: PipelineConfig, names: Sequence[str]) -> tuple[PartSource, ...]:
+    """Each part's source: a reference's is its dimension's, under the reference's name."""
     parts = []
     for name in names:
-        source = config.source(name)
+        slot = name in config.slots
+        source = config.source(config.reference(name).dimension if slot else name)
         sort_field = config.sort_field(source)
         parts.append(
             PartSource(
@@ -136,7 +138,7 @@ def _parts(config: PipelineConfig, names: Sequence[str]) -> tuple[PartSource, ..
                 sort_field=sort_field,
                 dimension=bool(source.dimension),
                 stores_key=sort_field == STORED_KEY,
-                names_rows=bool(config.references_from(name)),
+                names_rows=not slot and bool(config.references_from(name)),
                 array=ChildArray(source.max_children) if source.children else None,
             )
         )

@@ -66,9 +66,7 @@ def explain(config: PipelineConfig, ev: Evidence) -> dict[str, Any]:
         "verdict": verdict,
         "why": why,
         "sources": {
-            name: _source(config, ev, name)
-            for name in config.source_names
-            if name not in config.children
+            name: _source(config, ev, name) for name in config.parts if name not in config.children
         },
         "children": {name: _children(ev, name) for name in config.children},
         "counter": _counter(rules, ev),
@@ -94,7 +92,7 @@ def _source(config: PipelineConfig, ev: Evidence, name: str) -> dict[str, Any]:
     doc = ev.docs.get(name)
     seen = ev.state.seen.get(name) if ev.state else None
     return {
-        "required": name in config.required_sources,
+        "required": name in config.required_parts,
         "in_elasticsearch": doc is not None,
         "version": doc.version if doc else None,
         "acked": seen is not None,
@@ -138,7 +136,7 @@ def _verdict(
     config: PipelineConfig, rules: Rules, ev: Evidence, enriched: Mapping[str, Any] | None
 ) -> tuple[str, str]:
     state, docs = ev.state, ev.docs
-    missing_in_es = [s for s in config.required_sources if s not in docs]
+    missing_in_es = [s for s in config.required_parts if s not in docs]
     if enriched is not None:
         if enriched["complete"]:
             if not enriched["up_to_date"]:

@@ -91,7 +91,7 @@ def reconcile(
             f"pipeline {config.name!r} has dimensions ({', '.join(config.dimensions)}), whose "
             "rows reconcile does not look up yet (docs/dimensions.md)",
         )
-    if not config.required_sources:
+    if not config.required_parts:
         raise ConfigError(
             "fusion reconcile",
             "",

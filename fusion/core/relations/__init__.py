@@ -10,6 +10,9 @@ from fusion.core.surface import attach
 if TYPE_CHECKING:
     from fusion.core.relations.dimensions import Reference as Reference
     from fusion.core.relations.dimensions import references_of as references_of
+    from fusion.core.relations.parts import part_names as part_names
+    from fusion.core.relations.parts import part_timeouts as part_timeouts
+    from fusion.core.relations.parts import required_parts as required_parts
     from fusion.core.relations.sources import check_names as check_names
     from fusion.core.relations.sources import check_sources as check_sources
 

@@ -3,9 +3,12 @@
 A source with ``dimension = true`` is a table like ``brand``: keyed by its own
 id, and named by a field of another source (``references = { brand =
 "brand_id" }`` on ``item``). The enriched document of an item holds the brand
-row it names under ``brand``, as it holds a source's part. The checks here
-run at load, so a pipeline whose references cannot be followed stops with
-one line naming the source and the field.
+row it names under the reference's name, ``brand``, as it holds a source's
+part. A table referenced twice gets a name per reference (``buyer = {
+dimension = "user", field = "buyer_id" }``, ``seller = ...``): the name is
+the key's slot, the place in its document, and what a row's change is fanned
+out through. The checks here run at load, so a pipeline whose references
+cannot be followed stops with one line naming the source and the field.
 """
 
 from __future__ import annotations
@@ -14,18 +17,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fusion.core import SourceConfig, key_spec
+from fusion.core import ReferenceTable, SourceConfig, key_spec
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Reference:
-    """``referrer``'s records name a row of ``dimension`` by the value at ``path``."""
+    """``referrer``'s records name a row of ``dimension`` by the value at ``path``; the key's
+    document holds that row under ``name`` (the dimension's own name unless written)."""
 
     referrer: str
-    dimension: str
+    name: str
     text: str  # the path as written: "brand_id", "after.brand_id"
+    dimension: str = ""  # "": the dimension named like the reference
+
+    def __post_init__(self) -> None:
+        if not self.dimension:
+            object.__setattr__(self, "dimension", self.name)
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -34,27 +43,39 @@ class Reference:
     @property
     def field(self) -> str:
         """Where the pipeline file sets it, for messages."""
-        return f"{self.referrer}.references.{self.dimension}"
+        return f"{self.referrer}.references.{self.name}"
 
 
 def references_of(sources: Sequence[SourceConfig]) -> tuple[Reference, ...]:
     """Every reference of the pipeline, checked; ValueError naming the field at fault."""
     by_name = {source.name: source for source in sources}
     references = tuple(
-        Reference(source.name, dimension, path)
+        _reference(source.name, name, written)
         for source in sources
-        for dimension, path in sorted(source.references.items())
+        for name, written in sorted(source.references.items())
     )
     for reference in references:
         _check_reference(reference, by_name)
     _check_no_cycle(references)
-    _check_referenced_once(sources, references)
+    _check_referenced(sources, references)
+    _check_names_apart(sources, references)
     return references
+
+
+def _reference(referrer: str, name: str, written: str | ReferenceTable) -> Reference:
+    if isinstance(written, str):
+        return Reference(referrer, name, written)
+    return Reference(referrer, name, written.field, written.dimension)
 
 
 def _check_reference(reference: Reference, by_name: Mapping[str, SourceConfig]) -> None:
     target = by_name.get(reference.dimension)
     where = f"{reference.field} = {reference.text!r}"
+    if "." in reference.name or not reference.name:
+        raise ValueError(
+            f"{reference.field}: a reference's name is a field of the enriched document, "
+            "without '.'; name it otherwise"
+        )
     if target is None:
         raise ValueError(
             f"{where} names {reference.dimension!r}, which is no source of this pipeline"
@@ -90,10 +111,8 @@ def _walk(at: str, next_of: Mapping[str, Sequence[Reference]], path: list[str]) 
         _walk(reference.dimension, next_of, [*path, reference.dimension])
 
 
-def _check_referenced_once(
-    sources: Sequence[SourceConfig], references: Sequence[Reference]
-) -> None:
-    """Each dimension is named by exactly one source, itself keyed by the join key."""
+def _check_referenced(sources: Sequence[SourceConfig], references: Sequence[Reference]) -> None:
+    """Each dimension is named by a source keyed by the join key, once or more."""
     for source in sources:
         if not source.dimension:
             continue
@@ -104,18 +123,34 @@ def _check_referenced_once(
                 f'references = {{ {source.name} = "<field>" }} to the source whose records '
                 "name its rows"
             )
-        if len(named_by) > 1:
-            fields = ", ".join(r.field for r in named_by)
-            raise ValueError(
-                f"dimension {source.name!r} is referenced by more than one source ({fields}): "
-                "the enriched document holds one row under its name; keep one reference"
-            )
         chained = [r for r in named_by if r.referrer in _dimension_names(sources)]
         if chained:
             raise ValueError(
                 f"{chained[0].field}: a dimension referencing a dimension (a chain, "
                 f"{chained[0].referrer} → {source.name}) is not supported yet; reference "
                 f"{source.name!r} from a source keyed by the join key"
+            )
+
+
+def _check_names_apart(sources: Sequence[SourceConfig], references: Sequence[Reference]) -> None:
+    """The enriched document holds each reference's row under its name, beside the key's
+    own parts: two references, or a reference and a part, cannot share a name."""
+    parts = {source.name for source in sources if not source.dimension}
+    seen: dict[str, Reference] = {}
+    for reference in references:
+        if reference.name in parts:
+            raise ValueError(
+                f"{reference.field}: {reference.name!r} is the name of a source of this "
+                f"pipeline, whose part the enriched document holds there; name the reference "
+                f'otherwise ({reference.name}_row = {{ dimension = "{reference.dimension}", '
+                f'field = "{reference.text}" }})'
+            )
+        other = seen.setdefault(reference.name, reference)
+        if other is not reference:
+            raise ValueError(
+                f"{reference.field} and {other.field}: two references named "
+                f"{reference.name!r}; the enriched document holds one row under each name, "
+                f'so name them apart ({{ dimension = "{reference.dimension}", field = "..." }})'
             )
 
 

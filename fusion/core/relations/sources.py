@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from fusion.core import SourceConfig
 from fusion.core.relations.children import check_children
 from fusion.core.relations.dimensions import references_of
+from fusion.core.relations.parts import part_names
 
 
 def check_sources(sources: Sequence[SourceConfig]) -> None:
@@ -22,11 +23,12 @@ def check_sources(sources: Sequence[SourceConfig]) -> None:
 
 
 def check_names(sources: Sequence[SourceConfig], key_field: str, reserved: str) -> None:
-    """The enriched document nests each source under its name, next to the key field and
-    Fusion's own object (``reserved``): a source named like either would overwrite them."""
-    for source in sources:
-        if source.name in (key_field, reserved):
+    """The enriched document nests each part under its name (a source's, a reference's), next
+    to the key field and Fusion's own object (``reserved``): a part named like either would
+    overwrite them."""
+    for name in part_names(sources, references_of(sources)):
+        if name in (key_field, reserved):
             raise ValueError(
-                f"source name {source.name!r} is taken: the enriched document keeps the key "
-                f"in {key_field!r} and Fusion's fields in {reserved!r}; rename the source"
+                f"name {name!r} (a source's or a reference's) is taken: the enriched document "
+                f"keeps the key in {key_field!r} and Fusion's fields in {reserved!r}; rename it"
             )

@@ -1,10 +1,10 @@
 """The dimension slots of a rebuilt state (:mod:`fusion.counter.rebuild`, docs/dimensions.md).
 
-A key's slot is what its referrer's document names (``fusion.refs.<dimension>``,
+A key's slot is what its referrer's document names (``fusion.refs.<reference>``,
 at the document's version) and what the dimension's index holds of that row
 (its version and content digest, or nothing). The referrer's scan gives the
 first (:func:`slot_docs`), a scan of each dimension's index the second; Spark
-joins them by dimension and id (JVM), and :func:`fusion.counter.rebuild.keys.Doc.seen`
+joins them by reference and id (JVM), and :func:`fusion.counter.rebuild.keys.Doc.seen`
 makes each a slot.
 """
 
@@ -32,8 +32,8 @@ def slot_docs(hit: dict[str, Any], references: tuple[Reference, ...]) -> list[di
     own = source.get(RESERVED_FIELD) if not is_tombstone(source) else None
     refs = own.get("refs", {}) if isinstance(own, dict) else {}
     return [
-        {"k": hit["_id"], "source": r.dimension, "version": hit["_version"], "digest": None,
-         "deleted": refs.get(r.dimension) is None, "ref": refs.get(r.dimension),
+        {"k": hit["_id"], "source": r.name, "version": hit["_version"], "digest": None,
+         "deleted": refs.get(r.name) is None, "ref": refs.get(r.name),
          "ref_version": 0, "slot": True}
         for r in references
     ]  # fmt: skip
@@ -60,13 +60,15 @@ def with_rows(spark: SparkSession, config: PipelineConfig, docs: DataFrame) -> D
     return docs.where(~F.col("slot")).unionByName(joined)
 
 
-def row_records(hits: list[dict[str, Any]], dimension: str) -> list[dict[str, Any]]:
-    """A dimension index's rows: id, version, content digest (None: a deleted row)."""
+def row_records(hits: list[dict[str, Any]], references: list[str]) -> list[dict[str, Any]]:
+    """A dimension index's rows: id, version, content digest (None: a deleted row), once for
+    each of the ``references`` naming the dimension (``dim``: the reference, which the slots
+    are joined by)."""
     out = []
     for hit in hits:
         row = row_of(hit)
-        out.append({"dim": dimension, "id": hit["_id"], "row_version": row.version,
-                    "row_digest": row.digest})  # fmt: skip
+        out += [{"dim": name, "id": hit["_id"], "row_version": row.version,
+                 "row_digest": row.digest} for name in references]  # fmt: skip
     return out
 
 
@@ -77,5 +79,5 @@ def _scan_rows(
     import pyarrow as pa
 
     for dimension, hits in hits_of(config, batches, {"source": True, "version": True}):
-        rows = row_records(hits, dimension)
+        rows = row_records(hits, [r.name for r in config.references_to(dimension)])
         yield pa.RecordBatch.from_pylist(rows, schema=arrow(ROW_SCHEMA))

@@ -102,7 +102,7 @@ def test_lifecycle_settings_parse_durations_and_per_source_overrides() -> None:
     )
 
     assert config.timeouts == {"billing": 600.0, "notes": 90.0}
-    assert config.required_sources == ("billing",)
+    assert config.required_parts == ("billing",)
     assert config.pipeline.state_ttl == 2 * 86400
     assert config.pipeline.on_timeout == "partial"
     assert config.incomplete_topic == "life.incomplete"
@@ -175,7 +175,7 @@ def test_a_source_named_like_a_field_of_the_enriched_document_is_rejected(name: 
     with pytest.raises(ValidationError) as error:
         lifecycle_config({}, {"name": name})
 
-    assert f"source name {name!r} is taken" in str(error.value)
+    assert f"name {name!r} (a source's or a reference's) is taken" in str(error.value)
 
 
 def test_output_topics_take_n_plus_one_records_of_the_largest_size() -> None:
@@ -203,6 +203,6 @@ def test_every_source_optional_is_a_full_join_and_reconcile_says_what_it_needs()
     from fusion.ops.reconcile import reconcile
 
     config = lifecycle_config({"required": False}, {})
-    assert config.required_sources == () and not config.has_deadlines
+    assert config.required_parts == () and not config.has_deadlines
     with pytest.raises(ConfigError, match="required = true"):
         reconcile(None, config)  # type: ignore[arg-type]  # refused before Spark is asked

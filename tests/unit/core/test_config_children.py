@@ -42,7 +42,7 @@ def test_an_order_with_its_lines(tmp_path: Path) -> None:
         "order_id", None, "nested", 10_000,
     )  # fmt: skip
     # Children never hold a key back: not required, no timeout, whatever [pipeline] says.
-    assert config.required_sources == ("orders", "payments")
+    assert config.required_parts == ("orders", "payments")
     assert config.timeouts["order_lines"] is None
     rules = Rules.of(config)
     assert rules.children == {"order_lines"} and rules.slots == {"order_lines"}

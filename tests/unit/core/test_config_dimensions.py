@@ -57,7 +57,7 @@ def test_an_item_with_its_brand_and_tax_status(tmp_path: Path) -> None:
     )
     assert config.references[0].path == ("brand_id",)
     assert config.references[0].field == "item.references.brand"
-    assert config.required_sources == ("item", "inventory", "brand")
+    assert config.required_parts == ("item", "inventory", "brand")
 
 
 def _refuse(tmp_path: Path, text: str, problem: str) -> None:
@@ -92,8 +92,30 @@ def _refuse(tmp_path: Path, text: str, problem: str) -> None:
         ),
         (
             ('name = "inventory"', 'name = "inventory"\nreferences = { brand = "b" }'),
-            "dimension 'brand' is referenced by more than one source "
-            "(item.references.brand, inventory.references.brand)",
+            "inventory.references.brand and item.references.brand: two references named "
+            "'brand'; the enriched document holds one row under each name, so name them apart",
+        ),
+        (
+            ('brand = "brand_id"', 'inventory = { dimension = "brand", field = "brand_id" }'),
+            "item.references.inventory: 'inventory' is the name of a source of this pipeline",
+        ),
+        (
+            ('brand = "brand_id"', 'mark = { dimension = "brnd", field = "brand_id" }'),
+            "item.references.mark = 'brand_id' names 'brnd', which is no source",
+        ),
+        (
+            ('brand = "brand_id"', '"a.b" = { dimension = "brand", field = "brand_id" }'),
+            "item.references.a.b: a reference's name is a field of the enriched document, "
+            "without '.'",
+        ),
+        (
+            ('brand = "brand_id"', 'fusion = { dimension = "brand", field = "brand_id" }'),
+            "name 'fusion' (a source's or a reference's) is taken",
+        ),
+        (
+            ('brand = "brand_id"', 'brand = { dimension = "brand", field = "brand_id", x = 1 }'),
+            "sources.0.references: brand: write the field that names the row (brand = "
+            '"<field>"), or brand = { dimension = "<source>", field = "<field>" }; found',
         ),
         (
             ('brand = "brand_id"', 'brand = "record_key.brand_id"'),
@@ -109,6 +131,58 @@ def test_a_reference_that_cannot_be_followed_is_one_line(
     tmp_path: Path, change: tuple[str, str], problem: str
 ) -> None:
     _refuse(tmp_path, ITEMS.replace(*change), problem)
+
+
+ORDERS = """
+[pipeline]
+name = "shop"
+key_field = "order_id"
+
+[[sources]]
+name = "order"
+key = "id"
+references = { buyer = { dimension = "user", field = "buyer_id" }, seller = { dimension = "user", field = "seller_id" } }
+
+[[sources]]
+name = "payment"
+key = "order_id"
+references = { payer = { dimension = "user", field = "customer_id" }, method = "method_id" }
+
+[[sources]]
+name = "user"
+dimension = true
+required = false
+timeout = "30s"
+key = "id"
+
+[[sources]]
+name = "method"
+dimension = true
+key = "id"
+"""  # noqa: E501 (a pipeline file's line, as a user writes it)
+
+
+def test_one_table_referenced_by_two_fields_and_by_two_sources(tmp_path: Path) -> None:
+    config = _load(tmp_path, ORDERS)
+
+    assert config.references == (
+        Reference("order", "buyer", "buyer_id", "user"),
+        Reference("order", "seller", "seller_id", "user"),
+        Reference("payment", "method", "method_id"),
+        Reference("payment", "payer", "customer_id", "user"),
+    )
+    assert config.references[2].dimension == "method"
+    assert [r.name for r in config.references_to("user")] == ["buyer", "seller", "payer"]
+    # A key's parts: its own sources, then a row per reference, under the reference's name;
+    # each reference waits (or not) as its dimension says.
+    assert config.parts == ("order", "payment", "buyer", "seller", "method", "payer")
+    assert config.required_parts == ("order", "payment", "method")
+    assert config.timeouts["buyer"] == config.timeouts["payer"] == 30.0
+    assert config.timeouts["method"] is None
+    # A payment the key need not have cannot hold it back by the method it would name.
+    optional_payment = ORDERS.replace('name = "payment"', 'name = "payment"\nrequired = false')
+    optional = _load(tmp_path, optional_payment)
+    assert optional.required_parts == ("order",)
 
 
 def test_a_cycle_of_dimensions_is_named(tmp_path: Path) -> None:

@@ -166,9 +166,32 @@ def test_a_key_never_fired_has_the_slots_its_documents_name() -> None:
     assert state is not None and state.present == ["brand", "item"]
     assert state.seen["brand"].ref_version == 50 and state.seen["tax"].deleted
     rows = rebuild_slots.row_records(
-        [{"_id": "A", "_version": 50, "_source": {"id": "A", "name": "ACME"}}], "brand"
+        [{"_id": "A", "_version": 50, "_source": {"id": "A", "name": "ACME"}}], ["brand"]
     )
+    assert [r["dim"] for r in rows] == ["brand"]
     assert rows[0]["row_version"] == 50 and rows[0]["row_digest"] is not None
+
+
+def test_a_rebuilt_slot_per_reference_to_one_table() -> None:
+    """An order naming user 5 as buyer and seller: two slots, each joined to the user's row."""
+    from fusion.counter.rebuild import slots as rebuild_slots
+
+    refs = {"buyer": "5", "seller": "5"}
+    hit = {"_id": "o1", "_version": 3, "_source": {"id": "o1", "fusion": {"refs": refs}}}
+    references = (
+        Reference("order", "buyer", "buyer_id", "user"),
+        Reference("order", "seller", "seller_id", "user"),
+    )
+    buyer, seller = rebuild_slots.slot_docs(hit, references)
+    assert (buyer["source"], buyer["ref"], seller["source"], seller["ref"]) == (
+        "buyer", "5", "seller", "5",
+    )  # fmt: skip
+    user = {"_id": "5", "_version": 8, "_source": {"id": "5", "name": "Ann"}}
+    rows = rebuild_slots.row_records([user], ["buyer", "seller"])
+    # The join is by reference and id: each slot finds the row under its own name.
+    assert [(r["dim"], r["id"], r["row_version"]) for r in rows] == [
+        ("buyer", "5", 8), ("seller", "5", 8),
+    ]  # fmt: skip
 
 
 def test_an_events_refs_read_as_arrow_hands_them_over() -> None:

@@ -17,7 +17,7 @@ from indexers.fanout import newest_per_row, requests_for, worth_a_fanout
 from indexers.records import RawRecord, SourceRecord, parse
 from indexers.spec import index_spec
 from indexers.task import with_refs
-from tests.unit.core.test_config_dimensions import ITEMS, _load
+from tests.unit.core.test_config_dimensions import ITEMS, ORDERS, _load
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -47,7 +47,7 @@ def test_an_item_keeps_the_ids_it_names_and_gets_a_slot_ack_per_dimension(tmp_pa
     item = _item(config, 9, {"id": 7, "brand_id": 17, "tax_status_id": None})
     assert item.refs == {"brand": "17"}
     assert b'"fusion":{"refs":{"brand":"17"}}' in item.source
-    assert wanted_rows([item]) == [("brand", "17")]
+    assert wanted_rows([item], config.references_from("item")) == [("brand", "17")]
 
     rows = {("brand", "17"): Row(42, "d42", 5, 1)}
     refs = config.references_from("item")
@@ -86,10 +86,51 @@ def test_a_rows_newest_request_wins_and_a_continued_one_beats_its_start() -> Non
 def test_a_written_row_asks_for_its_fan_out(tmp_path: Path) -> None:
     parsed = parse(RawRecord(b'{"id": "17", "name": "ACME"}', "brands", 0, 3), "brand", "id", 99)
     assert isinstance(parsed, SourceRecord)
-    (request,) = requests_for("brand", [_confirmed(parsed)], AT)
+    ((request, row),) = requests_for("brand", ["brand"], [_confirmed(parsed)], AT)
     assert (request.dimension, request.id, request.version) == ("brand", "17", 4)
     assert request.digest == parsed.digest and request.after is None
-    assert request.kafka_key == "brand/17"
+    assert request.kafka_key == "brand/17" and row.record is parsed
+    assert request.through == "brand"
+    # Published before references had names of their own: the one named like the dimension.
+    old = b'{"dimension":"brand","id":"17","version":4,"digest":null,"requested_at":"2026-01-01T00:00:00Z"}'  # noqa: E501
+    assert FanoutRequest.from_bytes(old).through == "brand"
+
+
+def test_a_row_of_a_table_referenced_thrice_asks_through_each_reference(tmp_path: Path) -> None:
+    config = _load(tmp_path, ORDERS)
+    parsed = parse(RawRecord(b'{"id": "5", "name": "Ann"}', "user", 0, 3), "user", "id", 99)
+    assert isinstance(parsed, SourceRecord)
+    naming = index_spec(config, ["user"]).naming["user"]
+    assert naming == ("buyer", "seller", "payer")
+    asked = requests_for("user", naming, [_confirmed(parsed)], AT)
+    assert [(r.through, r.id, r.kafka_key) for r, _ in asked] == [
+        ("buyer", "5", "user/5"), ("seller", "5", "user/5"), ("payer", "5", "user/5"),
+    ]  # fmt: skip
+    # Each reference's request is its own: the newest of one does not stand for another.
+    where = ("shop.fanout", 0, 1)
+    newer = asked[0][0].model_copy(update={"version": 9})
+    picked = newest_per_row([(r, where) for r, _ in asked] + [(newer, where)])
+    assert sorted((r.through, r.version) for r, _ in picked) == [
+        ("buyer", 9), ("payer", 4), ("seller", 4),
+    ]  # fmt: skip
+
+
+def test_an_order_gets_a_slot_per_reference_to_one_table(tmp_path: Path) -> None:
+    config = _load(tmp_path, ORDERS)
+    value = b'{"id": "o1", "buyer_id": 5, "seller_id": "5", "total": 3}'
+    parsed = parse(RawRecord(value, "order", 0, 1), "order", "id", 99)
+    assert isinstance(parsed, SourceRecord)
+    refs = config.references_from("order")
+    order = with_refs(parsed, refs)
+    assert order.refs == {"buyer": "5", "seller": "5"}
+    # One row, named twice: looked up once.
+    assert wanted_rows([order], refs) == [("user", "5")]
+    rows = {("user", "5"): Row(7, "u7")}
+    buyer, seller = slot_acks(_indexes(config), refs, [_confirmed(order)], rows, AT)
+    assert (buyer.source, buyer.index, buyer.ref, buyer.ref_version) == (
+        "buyer", "shop-user", "5", 7,
+    )  # fmt: skip
+    assert (seller.source, seller.index, seller.ref) == ("seller", "shop-user", "5")
 
 
 def test_the_enricher_fetches_each_named_row_once_and_gives_it_to_every_key(
@@ -141,3 +182,32 @@ def test_a_stored_row_has_its_records_digest_without_what_fusion_kept_in_it() ->
     own = {"name": "ACME", "fusion": {"note": 1, "key": "17"}}
     assert record_content(own) == {"name": "ACME", "fusion": {"note": 1}}
     assert record_content({"a": 1}) == {"a": 1}
+
+
+def test_the_enricher_puts_one_row_under_each_reference_naming_it(tmp_path: Path) -> None:
+    from fusion.counter.rules import Rules
+
+    config = _load(tmp_path, ORDERS)
+    spec = enrich_spec(config)
+    assert spec.dimensions == ("buyer", "seller", "method", "payer")
+    assert {s.index for s in spec.sources if s.dimension} == {"shop-user", "shop-method"}
+    rows = {"o1": {"buyer": "5", "seller": "6", "payer": "5"}}
+    wanted = _wanted(spec, ["o1"], rows)
+    assert sorted((i, s.name, s.index) for i, s in wanted if s.dimension) == [
+        ("5", "buyer", "shop-user"), ("5", "payer", "shop-user"), ("6", "seller", "shop-user"),
+    ]  # fmt: skip
+    fetched = {
+        "o1": {"order": FoundDoc({"id": "o1"}, 2)},
+        "5": {"buyer": FoundDoc({"name": "Ann"}, 7), "payer": FoundDoc({"name": "Ann"}, 7)},
+        "6": {"seller": FoundDoc({"name": "Bob"}, 4)},
+    }
+    found = _place(spec, ["o1"], rows, fetched)["o1"]
+    assert {n: d.source for n, d in found.items()} == {
+        "order": {"id": "o1"}, "buyer": {"name": "Ann"}, "seller": {"name": "Bob"},
+        "payer": {"name": "Ann"},
+    }  # fmt: skip
+    # The counter counts each reference as a slot of its own, waited for as its table says.
+    rules = Rules.of(config)
+    assert rules.dimensions == {"buyer", "seller", "method", "payer"}
+    assert rules.sources == {"order", "payment", "buyer", "seller", "method", "payer"}
+    assert "user" not in rules.sources and rules.required == {"order", "payment", "method"}
