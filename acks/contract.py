@@ -7,12 +7,14 @@ An indexer publishes one ack per document that Elasticsearch confirmed after a
      "seq_no": 3, "primary_term": 1, "version": 2,
      "topic": "billing", "partition": 0, "offset": 41,
      "acked_at": "2026-11-21T10:00:00.123456Z", "digest": "9f2c4e1a0b7d3e55",
-     "deleted": false, "ref": null, "ref_version": 0}
+     "deleted": false, "ref": null, "ref_version": 0, "via": []}
 
 A dimension's slot ack (docs/dimensions.md) is keyed by the key of the
-record that names the row: its ``source`` is the dimension, its ``version``
-the naming record's, ``ref`` the id it names and ``ref_version`` that row's
-version (0 when the row is not there, which ``deleted`` then says).
+record that names the row: its ``source`` is the reference's name (a chain's
+path: ``brand.company``), its ``version`` the naming record's, ``ref`` the id
+it names and ``ref_version`` that row's version (0 when the row is not there,
+which ``deleted`` then says); a chain's ``via`` the versions of the rows
+between them (the brand's), which order it after the record's version.
 
 A children source's ack (docs/children.md) is keyed by the parent whose
 children changed: ``doc_id`` the child's key, ``deleted`` when the child left
@@ -57,6 +59,8 @@ class Ack(BaseModel):
     deleted: bool = False
     ref: str | None = None
     ref_version: int = Field(default=0, ge=0)
+    # The counter reads it as its JSON text (fusion.counter.rules.parse_via).
+    via: tuple[int, ...] = Field(default=(), json_schema_extra={"spark": "STRING"})
 
     @field_serializer("acked_at")
     def _utc(self, value: datetime) -> str:

@@ -7,11 +7,12 @@ acks and dead letters exactly once and hands each ack to the counter's keyed
 state in the same batch. So each ack row here also carries the fields the
 counter reads (:data:`HANDOFF_SCHEMA`: the join key, source, ack time,
 version, digest, the source record's position, whether it deleted its row, and a
-dimension slot's row).
+dimension slot's row, and a chain's rows between).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from acks import Ack
@@ -31,6 +32,7 @@ HANDOFF_COLUMNS = (
     ("deleted", "bool_"),
     ("ref", "string"),
     ("ref_version", "int64"),
+    ("via", "string"),
 )
 _SPARK_TYPES = {
     "string": "STRING",
@@ -84,4 +86,5 @@ def _fields(ack: Ack) -> tuple[Any, ...]:
         ack.deleted,
         ack.ref,
         ack.ref_version,
+        json.dumps(list(ack.via), separators=(",", ":")) if ack.via else None,
     )

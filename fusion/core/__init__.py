@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from fusion.core.faults import ENV_NAMES as ENV_NAMES
     from fusion.core.faults import crash_point as crash_point
     from fusion.core.relations import Reference as Reference
+    from fusion.core.relations import Slot as Slot
     from fusion.core.settings import ElasticsearchSettings as ElasticsearchSettings
     from fusion.core.settings import KafkaSettings as KafkaSettings
     from fusion.core.settings import RuntimeSettings as RuntimeSettings

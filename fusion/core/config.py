@@ -31,12 +31,15 @@ from fusion.core.config_values import key_spec
 from fusion.core.connections import check_registry
 from fusion.core.relations import (
     Reference,
+    Slot,
     check_names,
     check_sources,
     part_names,
+    part_sources,
     part_timeouts,
     references_of,
     required_parts,
+    slots_of,
 )
 from fusion.core.settings import Settings
 
@@ -103,9 +106,9 @@ class PipelineConfig(TopicNames, Settings):
         """The references of ``source``'s records (none for most sources)."""
         return tuple(r for r in self.references if r.referrer == source)
 
-    def reference(self, name: str) -> Reference:
-        """The reference named ``name``: its referrer, its dimension, its field."""
-        return next(r for r in self.references if r.name == name)
+    def part_source(self, part: str) -> SourceConfig:
+        """The source whose documents a part is: its own, or its slot's dimension."""
+        return part_sources(self.sources, self.key_slots)[part]
 
     def references_to(self, dimension: str) -> tuple[Reference, ...]:
         """The references naming ``dimension``'s rows: a row's change fans out through each."""
@@ -132,23 +135,28 @@ class PipelineConfig(TopicNames, Settings):
     def parts(self) -> tuple[str, ...]:
         """What a key's enriched document holds, by name: each source keyed by the join key,
         each children source, and each reference's row (a dimension is none by itself)."""
-        return part_names(self.sources, self.references)
+        return part_names(self.sources, self.key_slots)
+
+    @property
+    def key_slots(self) -> tuple[Slot, ...]:
+        """The rows a key holds by reference, one or a chain (docs/dimensions.md)."""
+        return slots_of(self.sources, self.references)
 
     @property
     def slots(self) -> tuple[str, ...]:
-        """The parts a key holds by reference (docs/dimensions.md): the references' names."""
-        return tuple(r.name for r in self.references)
+        """The names of :attr:`key_slots`: parts of a key, as its sources are."""
+        return tuple(slot.name for slot in self.key_slots)
 
     @property
     def required_parts(self) -> tuple[str, ...]:
         """The parts a key waits for: a reference's by its dimension's ``required``."""
-        return required_parts(self.sources, self.references, self.pipeline.required)
+        return required_parts(self.sources, self.key_slots, self.pipeline.required)
 
     @property
     def timeouts(self) -> dict[str, float | None]:
         """Each part's completion timeout in seconds (None: wait as long as state lives); a
         reference's is its dimension's. Children are not waited for: theirs is None."""
-        return part_timeouts(self.sources, self.references, self.pipeline.timeout)
+        return part_timeouts(self.sources, self.key_slots, self.pipeline.timeout)
 
     @property
     def max_record_bytes(self) -> int:

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Literal
 
-from fusion.core import IncompleteEvent, ReadyEvent
+from fusion.counter.events import incomplete, naming_refs, ready
 from fusion.counter.key_state import KeyState, Seen
 from fusion.counter.rules import AckSeen, Decision, Event, Now, Reason, Rules
 
@@ -55,6 +54,9 @@ def decide(
         if ack.source not in rules.sources:
             reason = f"ack for unknown source {ack.source!r} (not in the pipeline config)"
             rejected.append((ack, reason))
+            continue
+        if ack.via is None:
+            rejected.append((ack, "malformed ack: via must be a list of versions"))
             continue
         first = ack.acked_at if first is None else min(first, ack.acked_at)
         before = seen.get(ack.source)
@@ -112,7 +114,8 @@ def _seen(before: Seen | None, ack: AckSeen, changed: bool, rules: Rules) -> See
         changes += 1
     digest = None if ack.deleted else ack.digest
     at = ack.acked_at or ""
-    return Seen(ack.order[0], digest, at, ack.deleted, ack.ref_version, ack.ref, changes)
+    via = ack.via or ()
+    return Seen(ack.order[0], digest, at, ack.deleted, ack.ref_version, ack.ref, changes, via)
 
 
 def _after_fire(key: str, state: KeyState, changed: set[str], rules: Rules, now: Now) -> Decision:
@@ -127,9 +130,9 @@ def _after_fire(key: str, state: KeyState, changed: set[str], rules: Rules, now:
     gone = changed & set(state.deleted)
     if gone and (not _has_part(state, rules) or rules.on_delete == "delete"):
         unfired = replace(state, fired_at=None, expired_at=None, deadline_ms=None)
-        return Decision(unfired, [_ready(key, state, now, "deleted", rules)])
+        return Decision(unfired, [ready(key, state, now, "deleted", rules)])
     if gone or rules.on_update == "reenrich":
-        return Decision(state, [_ready(key, state, now, "updated", rules)])
+        return Decision(state, [ready(key, state, now, "updated", rules)])
     return Decision(state)
 
 
@@ -139,7 +142,7 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
         # Fired and expired keys leave no timer behind: this key went from the state
         # unreported (stopped past the TTL's margin). Reported, though nothing is known of it.
         missing = sorted(rules.waited)
-        return Decision(None, [_incomplete(key, [], missing, None, now, {}, "state_ttl")])
+        return Decision(None, [incomplete(key, [], missing, None, now, {}, "state_ttl")])
     if state.fired or state.expired_at is not None:
         return Decision(state)  # a timer left from before the key fired or expired
     state = replace(state, deadline_ms=None)
@@ -154,8 +157,8 @@ def on_deadline(key: str, state: KeyState | None, rules: Rules, now: Now) -> Dec
         expired = replace(state, expired_at=now.iso)
         present, versions = state.present, state.versions
         reason: Reason = "timeout" if timed_out else "state_ttl"
-        event = _incomplete(key, present, missing, state.first_ack_at, now, versions, reason)
-        return Decision(expired, [_naming_refs(event, state, rules)])
+        event = incomplete(key, present, missing, state.first_ack_at, now, versions, reason)
+        return Decision(expired, [naming_refs(event, state, rules)])
     return _wait(state, rules, now)
 
 
@@ -237,8 +240,7 @@ def _fire_or_wait(key: str, state: KeyState, rules: Rules, now: Now, new_key: bo
 
 def _fire(key: str, state: KeyState, rules: Rules, now: Now) -> Decision:
     fired = replace(state, fired_at=now.iso, deadline_ms=None)
-    ready = _ready(key, fired, now, "ready", rules)
-    return Decision(fired, [ready], delete_timer=state.deadline_ms)
+    return Decision(fired, [ready(key, fired, now, "ready", rules)], delete_timer=state.deadline_ms)
 
 
 def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
@@ -252,48 +254,3 @@ def _wait(state: KeyState, rules: Rules, now: Now) -> Decision:
         return Decision(state)
     at = min(ahead)
     return Decision(replace(state, deadline_ms=at), register_timer=at)
-
-
-def _incomplete(
-    key: str,
-    present: list[str],
-    missing: list[str],
-    first_ack_at: str | None,
-    now: Now,
-    versions: dict[str, int],
-    reason: Reason,
-) -> IncompleteEvent:
-    return IncompleteEvent(
-        key=key,
-        present=present,
-        missing=missing,
-        first_ack_at=first_ack_at,
-        expired_at=now.iso,
-        versions=versions,
-        reason=reason,
-    )
-
-
-def _naming_refs(event: IncompleteEvent, state: KeyState, rules: Rules) -> IncompleteEvent:
-    """The event, naming each dimension row the key waited for (by the id its referrer names)."""
-    refs = state.refs(rules.slots)
-    return event.model_copy(update={"refs": refs}) if refs else event
-
-
-def _ready(
-    key: str,
-    state: KeyState,
-    now: Now,
-    kind: Literal["ready", "updated", "deleted"],
-    rules: Rules,
-) -> ReadyEvent:
-    return ReadyEvent(
-        key=key,
-        sources=state.present,
-        first_ack_at=state.first_ack_at,
-        fired_at=now.iso,
-        kind=kind,
-        versions=state.versions,
-        deleted=state.deleted,
-        refs=state.refs(rules.slots),
-    )

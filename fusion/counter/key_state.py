@@ -23,8 +23,9 @@ class Seen:
 
     A dimension's slot (docs/dimensions.md) also keeps the id its referrer names
     (``ref``), that row's version (``ref_version``, 0: no row) and how often the
-    slot changed (``changes``); acks are ordered by ``(version, ref_version)``,
-    the referrer's version first.
+    slot changed (``changes``); acks are ordered by ``(version, via,
+    ref_version)``, the referrer's version first, then a chain's rows between
+    (``via``), then the row's.
     """
 
     version: int
@@ -34,16 +35,19 @@ class Seen:
     ref_version: int = 0
     ref: str | None = None
     changes: int = 0
+    via: tuple[int, ...] = ()
 
     @property
-    def order(self) -> tuple[int, int]:
-        return (self.version, self.ref_version)
+    def order(self) -> tuple[int, tuple[int, ...], int]:
+        return (self.version, self.via, self.ref_version)
 
     def to_list(self) -> list[object]:
-        """Its entry in the ``seen`` column: a slot's fields only where there is a slot."""
+        """Its entry in the ``seen`` column: a slot's fields only where there is a slot, a
+        chain's rows between only in a chain's."""
         head: list[object] = [self.version, self.digest, self.acked_at]
-        if self.ref_version or self.ref is not None or self.changes:
-            return [*head, self.deleted, self.ref_version, self.ref, self.changes]
+        if self.ref_version or self.ref is not None or self.changes or self.via:
+            slot = [*head, self.deleted, self.ref_version, self.ref, self.changes]
+            return [*slot, list(self.via)] if self.via else slot
         return [*head, True] if self.deleted else head
 
     @classmethod
@@ -53,7 +57,8 @@ class Seen:
         if len(rest) < 4:
             return cls(int(version), digest, at, deleted)
         ref_version, ref, changes = rest[1:4]
-        return cls(int(version), digest, at, deleted, int(ref_version), ref, int(changes))
+        via = tuple(int(v) for v in rest[4]) if len(rest) > 4 else ()
+        return cls(int(version), digest, at, deleted, int(ref_version), ref, int(changes), via)
 
 
 @dataclass(frozen=True)

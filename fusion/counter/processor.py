@@ -33,6 +33,7 @@ from fusion.counter.decisions import (
     retention_ms,
 )
 from fusion.counter.key_state import STATE_COLUMNS, STATE_SCHEMA, KeyState
+from fusion.counter.rules import parse_via
 from fusion.counter.state import STATE_VAR
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def acks_of(rows: Iterable[Any]) -> list[AckSeen]:
             deleted=bool(r.deleted),
             ref=r.ref,
             ref_version=r.ref_version or 0,
+            via=parse_via(r.via),
         )
         for r in rows
     ]

@@ -18,7 +18,7 @@ INPUT_SCHEMA = (
     "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
     "topic STRING, partition INT, offset BIGINT, kind STRING, "
     "count_name STRING, count_value BIGINT, executor STRING, deleted BOOLEAN, "
-    "ref STRING, ref_version BIGINT"
+    "ref STRING, ref_version BIGINT, via STRING"
 )
 INPUT_COLUMNS = tuple(part.split()[0] for part in INPUT_SCHEMA.split(", "))
 

@@ -5,6 +5,7 @@ The decisions themselves are :mod:`fusion.counter.decisions`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -83,13 +84,32 @@ class AckSeen:
     version: int | None = None
     digest: str | None = None
     deleted: bool = False  # the source's row was deleted (a slot: its row is not there)
-    # A dimension's slot ack: the id the referrer names, and that row's version.
+    # A dimension's slot ack: the id the referrer names, and that row's version; a chain's,
+    # the versions of the rows between (None: not a list of versions, a malformed ack).
     ref: str | None = None
     ref_version: int = 0
+    via: tuple[int, ...] | None = ()
 
     @property
-    def order(self) -> tuple[int, int]:
-        return (self.version or 0, self.ref_version)
+    def order(self) -> tuple[int, tuple[int, ...], int]:
+        """The referrer's version, then the rows' along the chain, then the row's."""
+        return (self.version or 0, self.via or (), self.ref_version)
+
+
+def parse_via(text: str | None) -> tuple[int, ...] | None:
+    """An ack's ``via`` as the counter reads it (its JSON text): the versions, or None when it
+    is no list of whole non-negative numbers. The JVM's twin: ``Json.parseVia``."""
+    if text is None:
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, list):
+        return None
+    if not all(type(v) is int and 0 <= v < 2**63 for v in value):
+        return None
+    return tuple(value)
 
 
 Event = ReadyEvent | IncompleteEvent

@@ -129,7 +129,7 @@ def _parts(config: PipelineConfig, names: Sequence[str]) -> tuple[PartSource, ..
     parts = []
     for name in names:
         slot = name in config.slots
-        source = config.source(config.reference(name).dimension if slot else name)
+        source = config.part_source(name)
         sort_field = config.sort_field(source)
         parts.append(
             PartSource(

@@ -66,6 +66,13 @@ AWKWARD: list[bytes | None] = [
     b'{"key": "T-1", "source": "brand", "ref": 17, "ref_version": "4"}',
     b'{"key": "T-1", "source": "brand", "ref": {"id": [1]}, "ref_version": 1e40}',
     b'{"key": "T-1", "source": "brand", "ref": null, "ref_version": -1}',
+    # A chain's rows between (docs/dimensions.md): read as their JSON text, whatever it holds.
+    b'{"key": "T-1", "source": "brand/company", "via": [42, 7], "ref": "C", "ref_version": 3}',
+    b'{"key": "T-1", "source": "brand/company", "via": [ 1.50, "x", {"a": null} ]}',
+    b'{"key": "T-1", "via": "[1]", "ref_version": 2}',
+    b'{"key": "T-1", "via": 5, "digest": "d"}',
+    b'{"key": "T-1", "via": [99999999999999999999], "digest": "d"}',
+    b'{"key": "T-1", "via": [1, 2, "digest": "d"}',
 ]
 
 
@@ -120,6 +127,7 @@ def test_the_parser_reads_every_ack_as_from_json(spark: Any) -> None:
         ack["deleted"].alias("deleted"),
         ack["ref"].alias("ref"),
         ack["ref_version"].alias("ref_version"),
+        ack["via"].alias("via"),
     )
     parser = spark._jvm.fusion.counter.AckParser
     actual = DataFrame(parser.parse(kafka._jdf), spark)

@@ -71,10 +71,10 @@ def _reference(referrer: str, name: str, written: str | ReferenceTable) -> Refer
 def _check_reference(reference: Reference, by_name: Mapping[str, SourceConfig]) -> None:
     target = by_name.get(reference.dimension)
     where = f"{reference.field} = {reference.text!r}"
-    if "." in reference.name or not reference.name:
+    if "." in reference.name or "/" in reference.name or not reference.name:
         raise ValueError(
             f"{reference.field}: a reference's name is a field of the enriched document, "
-            "without '.'; name it otherwise"
+            "without '.' or '/'; name it otherwise"
         )
     if target is None:
         raise ValueError(
@@ -112,7 +112,8 @@ def _walk(at: str, next_of: Mapping[str, Sequence[Reference]], path: list[str]) 
 
 
 def _check_referenced(sources: Sequence[SourceConfig], references: Sequence[Reference]) -> None:
-    """Each dimension is named by a source keyed by the join key, once or more."""
+    """Each dimension is named once or more: by a source keyed by the join key, or by a
+    dimension (a chain: item → brand → company)."""
     for source in sources:
         if not source.dimension:
             continue
@@ -123,21 +124,25 @@ def _check_referenced(sources: Sequence[SourceConfig], references: Sequence[Refe
                 f'references = {{ {source.name} = "<field>" }} to the source whose records '
                 "name its rows"
             )
-        chained = [r for r in named_by if r.referrer in _dimension_names(sources)]
-        if chained:
-            raise ValueError(
-                f"{chained[0].field}: a dimension referencing a dimension (a chain, "
-                f"{chained[0].referrer} → {source.name}) is not supported yet; reference "
-                f"{source.name!r} from a source keyed by the join key"
-            )
 
 
 def _check_names_apart(sources: Sequence[SourceConfig], references: Sequence[Reference]) -> None:
     """The enriched document holds each reference's row under its name, beside the key's
-    own parts: two references, or a reference and a part, cannot share a name."""
+    own parts: two references, or a reference and a part, cannot share a name. A dimension's
+    reference puts its row inside the dimension's row (``brand.company``), where the field
+    it is read from must not be."""
     parts = {source.name for source in sources if not source.dimension}
     seen: dict[str, Reference] = {}
     for reference in references:
+        if reference.referrer not in parts:
+            if key_spec(reference.text).path[0] == reference.name:
+                raise ValueError(
+                    f"{reference.field} = {reference.text!r}: the {reference.dimension} row "
+                    f"goes in the {reference.referrer} row under {reference.name!r}, in place "
+                    f"of the field it is read from; name the reference otherwise "
+                    f'({reference.name}_row = "{reference.text}")'
+                )
+            continue
         if reference.name in parts:
             raise ValueError(
                 f"{reference.field}: {reference.name!r} is the name of a source of this "
@@ -152,7 +157,3 @@ def _check_names_apart(sources: Sequence[SourceConfig], references: Sequence[Ref
                 f"{reference.name!r}; the enriched document holds one row under each name, "
                 f'so name them apart ({{ dimension = "{reference.dimension}", field = "..." }})'
             )
-
-
-def _dimension_names(sources: Sequence[SourceConfig]) -> set[str]:
-    return {source.name for source in sources if source.dimension}

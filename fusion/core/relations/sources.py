@@ -8,6 +8,7 @@ from fusion.core import SourceConfig
 from fusion.core.relations.children import check_children
 from fusion.core.relations.dimensions import references_of
 from fusion.core.relations.parts import part_names
+from fusion.core.relations.slots import slots_of
 
 
 def check_sources(sources: Sequence[SourceConfig]) -> None:
@@ -19,14 +20,22 @@ def check_sources(sources: Sequence[SourceConfig]) -> None:
             raise ValueError(f"duplicate source name {source.name!r}")
         seen.add(source.name)
     check_children(sources)
-    references_of(sources)  # the references follow: unknown names, cycles
+    slots = slots_of(sources, references_of(sources))  # references followed: names, cycles
+    chained = next((slot for slot in slots if len(slot.hops) > 1), None)
+    if chained is not None:
+        hop = chained.hops[-1]
+        raise ValueError(
+            f"{hop.field}: a dimension referencing a dimension (a chain, {hop.referrer} → "
+            f"{hop.dimension}) is not supported yet; reference {hop.dimension!r} from a source "
+            "keyed by the join key"
+        )
 
 
 def check_names(sources: Sequence[SourceConfig], key_field: str, reserved: str) -> None:
     """The enriched document nests each part under its name (a source's, a reference's), next
     to the key field and Fusion's own object (``reserved``): a part named like either would
     overwrite them."""
-    for name in part_names(sources, references_of(sources)):
+    for name in part_names(sources, slots_of(sources, references_of(sources))):
         if name in (key_field, reserved):
             raise ValueError(
                 f"name {name!r} (a source's or a reference's) is taken: the enriched document "

@@ -11,7 +11,7 @@ from acks.errors import AckError
 FIELDS = {
     "key", "source", "index", "doc_id", "seq_no", "primary_term", "version",
     "topic", "partition", "offset", "acked_at", "digest", "deleted",
-    "ref", "ref_version"}  # fmt: skip
+    "ref", "ref_version", "via"}  # fmt: skip
 
 
 def _ack(**changes: object) -> Ack:
@@ -65,7 +65,8 @@ def test_the_spark_schema_is_derived_from_the_ack_model() -> None:
     assert ACK_SPARK_SCHEMA == (
         "key STRING, source STRING, index STRING, doc_id STRING, seq_no BIGINT, "
         "primary_term BIGINT, version BIGINT, topic STRING, partition INT, offset BIGINT, "
-        "acked_at STRING, digest STRING, deleted BOOLEAN, ref STRING, ref_version BIGINT"
+        "acked_at STRING, digest STRING, deleted BOOLEAN, ref STRING, ref_version BIGINT, "
+        "via STRING"
     )
 
     class Later(BaseModel):

@@ -29,6 +29,7 @@ from fusion.counter.decisions import (
 )
 from fusion.counter.engine import rules_json
 from fusion.counter.key_state import KeyState
+from fusion.counter.rules import parse_via
 
 NAMES = ("billing", "insurance", "medicine", "treatment")
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -59,10 +60,18 @@ def random_rules(rng: random.Random) -> Rules:
     return Rules(sources, required, timeouts, on_update, ttl, on_delete, dimensions, children)
 
 
-def random_ack(rng: random.Random, n: int) -> AckSeen:
+# A chain's rows between, as the counter reads them (the ack's JSON text): lists of several
+# lengths (ordered as Python orders tuples), and what is no list of versions.
+VIA_TEXTS = (*[None] * 6, "[]", "[1]", "[2]", "[1,3]", "[2,0]", "[0]", " [3] ")
+NO_VIA = ("x", "[1.5]", "[true]", "[-1]", "[9223372036854775808]", '"[1]"', "[1] x", "{}")
+
+
+def random_ack(rng: random.Random, n: int) -> tuple[AckSeen, dict[str, Any]]:
+    """An ack as the Python counter reads it, and as the JVM's is asked to (``via`` as text)."""
     source = rng.choice([*NAMES, *NAMES, "unknown's", None])
     acked_at = iso_from_ms(START + rng.randint(0, 3) * 500)
-    return AckSeen(
+    via = rng.choice(NO_VIA) if rng.random() < 0.03 else rng.choice(VIA_TEXTS)
+    ack = AckSeen(
         source=source,
         acked_at=acked_at if rng.random() < 0.95 else None,
         raw=f"raw-{n}",
@@ -74,7 +83,9 @@ def random_ack(rng: random.Random, n: int) -> AckSeen:
         deleted=rng.random() < 0.2,  # a source's row deleted (a slot: its row not there)
         ref=rng.choice([None, None, "17", "18"]),
         ref_version=rng.choice([0, 0, 1, 2, 5]),
+        via=parse_via(via),
     )
+    return ack, ack.__dict__ | {"via": via}
 
 
 def state_row(state: KeyState | None) -> dict[str, Any] | None:
@@ -130,15 +141,16 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
                 expected = on_deadline(key, state, rules, now)
                 request |= {"op": "deadline", "acks": []}
             else:
-                acks = [
+                pairs = [
                     random_ack(rng, history * 100 + step * 10 + i) for i in range(rng.randint(1, 5))
                 ]
-                expected = decide(key, state, acks, rules, now)
-                request |= {"op": "decide", "acks": [ack.__dict__ for ack in acks]}
+                expected = decide(key, state, [ack for ack, _ in pairs], rules, now)
+                request |= {"op": "decide", "acks": [asked for _, asked in pairs]}
             answer = json.loads(jvm_json.decide(json.dumps(request)))
             assert normalized(answer) == normalized(python_answer(expected)), (history, step)
             state = expected.state
             steps += 1
+            seen.update(["via kept"] * bool(state and any(s.via for s in state.seen.values())))
             seen.update(json.loads(e).get("kind", "incomplete") for e in answer["events"])
             seen.update(json.loads(e).get("reason", "ready") for e in answer["events"])
             seen.update(["no state"] * (expected.state is None and bool(expected.events)))
@@ -160,6 +172,7 @@ def test_the_jvm_counter_decides_as_the_specification(jvm_json: Any) -> None:
     print(dict(seen))
     assert steps > 1_500
     assert {"refs in ready", "refs in updated", "refs in incomplete"} <= set(seen)
+    assert seen["via kept"] > 100, "chains' slots ordered by the rows between"
     assert min(seen[k] for k in ("ready", "updated", "incomplete", "new_key")) >= 20, seen
     assert seen["deleted"] >= 10, seen  # a fired key's enriched document deleted
     assert min(seen[k] for k in ("timeout", "state_ttl", "no state")) >= 20, seen

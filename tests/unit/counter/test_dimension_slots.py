@@ -155,3 +155,39 @@ def test_a_key_the_counter_remembers_keeps_the_version_its_parts_and_changes_giv
     assert _enriched_version(renamed, 10, 3) == _enriched_version(renamed, 10)
     # A replayed batch: the document already has this very version; the rewrite goes above.
     assert _enriched_version(renamed, 10, 11) == 12
+
+
+CHAIN = Rules(
+    sources=frozenset({"item", "brand", "brand.company"}),
+    required=frozenset({"item", "brand", "brand.company"}),
+    timeouts_ms={"item": None, "brand": None, "brand.company": None},
+    dimensions=frozenset({"brand", "brand.company"}),
+)
+
+
+def company(version: int, brand_version: int, ref: str, ref_version: int, digest: str) -> AckSeen:
+    """K's ``brand.company`` slot: item at ``version``, its brand at ``brand_version``, the
+    company ``ref`` that brand names at ``ref_version``."""
+    return AckSeen(
+        source="brand.company", acked_at=NOW.iso, version=version, digest=digest,
+        ref=ref, ref_version=ref_version, via=(brand_version,),
+    )  # fmt: skip
+
+
+def test_a_chains_slot_orders_by_the_item_then_the_brand_then_the_company() -> None:
+    start = [item(10), slot(10, "A", 50), company(10, 50, "C", 7, "c7")]
+    state = decide("K", None, start, CHAIN, NOW).state
+    assert state is not None and state.fired
+    # Brand A moved to company D, written long before C's last change (version 3 < 7).
+    moved = decide("K", state, [company(10, 60, "D", 3, "d3")], CHAIN, NOW)
+    assert _only(moved).refs["brand.company"] == RefPart(id="D", version=3, changes=2)
+    # A late rename of C, found through A as it was before the move: it changes nothing.
+    late = decide("K", moved.state, [company(10, 50, "C", 9, "c9")], CHAIN, NOW)
+    assert late.events == [] and late.state == moved.state
+    # D renamed: the same brand version, a newer row.
+    renamed = decide("K", moved.state, [company(10, 60, "D", 4, "d4")], CHAIN, NOW)
+    assert _only(renamed).refs["brand.company"] == RefPart(id="D", version=4, changes=3)
+    # Kept in the state column, and read back the same.
+    assert renamed.state is not None
+    entry = renamed.state.seen["brand.company"]
+    assert entry.via == (60,) and type(entry).from_list(entry.to_list()) == entry

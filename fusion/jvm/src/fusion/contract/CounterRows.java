@@ -23,7 +23,7 @@ public final class CounterRows {
   /** What the counter reads, in this order; {@code kind} is {@code ack} or {@code count}. */
   public static final String INPUT_COLUMNS =
       "k,source,acked_at,version,digest,raw,topic,partition,offset,kind,"
-          + "count_name,count_value,executor,deleted,ref,ref_version";
+          + "count_name,count_value,executor,deleted,ref,ref_version,via";
 
   /** The rows of {@link #INPUT_COLUMNS}. */
   public static final StructType INPUT =
@@ -31,7 +31,7 @@ public final class CounterRows {
           "k STRING, source STRING, acked_at STRING, version BIGINT, digest STRING, raw STRING, "
               + "topic STRING, partition INT, offset BIGINT, kind STRING, "
               + "count_name STRING, count_value BIGINT, executor STRING, deleted BOOLEAN, "
-              + "ref STRING, ref_version BIGINT");
+              + "ref STRING, ref_version BIGINT, via STRING");
 
   /** The grouping key of the counter's state. */
   public static final StructType KEY = StructType.fromDDL("k STRING");
@@ -62,17 +62,18 @@ public final class CounterRows {
       Object offset,
       Object deleted,
       Object ref,
-      Object refVersion) {
+      Object refVersion,
+      Object via) {
     return RowFactory.create(
         k, source, ackedAt, version, digest, raw, topic, partition, offset, "ack", null, null,
-        null, deleted, ref, refVersion);
+        null, deleted, ref, refVersion, via);
   }
 
   /** A count on its way through the counter: its name, its value, the executor that counted. */
   public static Row countIn(String name, long value, String executor) {
     return RowFactory.create(
         COUNTS_KEY, null, null, null, null, null, null, null, null, "count", name, value,
-        executor, null, null, null);
+        executor, null, null, null, null);
   }
 
   /** The same count out of the counter. */

@@ -81,7 +81,8 @@ public final class AckCounter extends StatefulProcessorWithInitialState<Row, Row
               r.getString(4),
               !r.isNullAt(13) && r.getBoolean(13),
               r.getString(14),
-              r.isNullAt(15) ? 0 : r.getLong(15)));
+              r.isNullAt(15) ? 0 : r.getLong(15),
+              Json.parseVia(r.getString(16))));
     }
     return apply(k, before, Decisions.decide(k, before, acks, rules, now(timerValues)));
   }

@@ -44,7 +44,9 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
 
   /** The ack's fields the counter reads, in the order of {@link CounterRows#INPUT_COLUMNS}. */
   private static final List<String> FIELDS =
-      List.of("key", "source", "acked_at", "version", "digest", "deleted", "ref", "ref_version");
+      List.of(
+          "key", "source", "acked_at", "version", "digest", "deleted", "ref", "ref_version",
+          "via");
 
   private static final int VERSION = FIELDS.indexOf("version"); // BIGINT
   private static final int REF_VERSION = FIELDS.indexOf("ref_version"); // BIGINT
@@ -99,7 +101,8 @@ public final class AckParser implements MapPartitionsFunction<Row, Row> {
         record.get(4),
         ack[5],
         ack[6],
-        ack[7]);
+        ack[7],
+        ack[8]);
   }
 
   /** The values of {@link #FIELDS} in {@code value}, as {@code from_json} reads them. */

@@ -46,7 +46,8 @@ public final class Decisions {
       String digest,
       boolean deleted,
       String ref,
-      long refVersion) {}
+      long refVersion,
+      List<Long> via) {} // null: not a list of versions (a malformed ack)
 
   /**
    * A {@code ready}, {@code updated} or {@code incomplete} event; {@code sources} are the
@@ -101,6 +102,10 @@ public final class Decisions {
         rejected.add(new Rejected(ack, reason));
         continue;
       }
+      if (ack.via() == null) {
+        rejected.add(new Rejected(ack, "malformed ack: via must be a list of versions"));
+        continue;
+      }
       first = first == null || ack.ackedAt().compareTo(first) < 0 ? ack.ackedAt() : first;
       Seen before = seen.get(ack.source());
       long version = ack.version() == null ? 0 : ack.version();
@@ -110,7 +115,7 @@ public final class Decisions {
         seen.put(ack.source(), Seen.childChanged(before, version, ack.ackedAt()));
         continue;
       }
-      if (before != null && before.compareOrder(version, ack.refVersion()) >= 0) {
+      if (before != null && before.compareOrder(version, ack.via(), ack.refVersion()) >= 0) {
         continue; // a duplicate, or older than what the key has: changes nothing
       }
       boolean change = KeyState.isChange(before, ack);
@@ -125,7 +130,7 @@ public final class Decisions {
       seen.put(
           ack.source(),
           new Seen(version, digest, ack.ackedAt(), ack.deleted(), ack.refVersion(), ack.ref(),
-              changes));
+              changes, ack.via()));
     }
     if (first == null) {
       return Decision.of(state).withRejected(rejected, false);

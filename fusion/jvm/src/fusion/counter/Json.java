@@ -1,6 +1,7 @@
 package fusion.counter;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -55,6 +56,10 @@ public final class Json {
           ArrayNode row = out.putArray(name).add(s.version()).add(s.digest()).add(s.ackedAt());
           if (s.slot()) {
             row.add(s.deleted()).add(s.refVersion()).add(s.ref()).add(s.changes());
+            if (!s.via().isEmpty()) {
+              ArrayNode via = row.addArray();
+              s.via().forEach(via::add);
+            }
           } else if (s.deleted()) {
             row.add(true);
           }
@@ -79,7 +84,8 @@ public final class Json {
                       v.size() > 3 && v.get(3).asBoolean(),
                       slot ? v.get(4).asLong() : 0,
                       slot ? text(v.get(5)) : null,
-                      slot ? v.get(6).asLong() : 0));
+                      slot ? v.get(6).asLong() : 0,
+                      v.size() > 7 ? longs(v.get(7)) : List.of()));
             });
     return out;
   }
@@ -143,7 +149,8 @@ public final class Json {
                 text(a.get("digest")),
                 a.path("deleted").asBoolean(false),
                 text(a.get("ref")),
-                a.path("ref_version").asLong(0)));
+                a.path("ref_version").asLong(0),
+                parseVia(text(a.get("via")))));
       }
       decision = Decisions.decide(key, state, acks, rules, now);
     }
@@ -198,6 +205,39 @@ public final class Json {
 
   private static String text(JsonNode node) {
     return node == null || node.isNull() ? null : node.asText();
+  }
+
+  private static List<Long> longs(JsonNode array) {
+    List<Long> out = new ArrayList<>();
+    array.forEach(n -> out.add(n.asLong()));
+    return List.copyOf(out);
+  }
+
+  /**
+   * An ack's {@code via} as the counter reads it (its JSON text): the versions of a chain's rows
+   * between, or null when it is no list of whole non-negative numbers ({@code rules.parse_via}).
+   */
+  static List<Long> parseVia(String text) {
+    if (text == null) {
+      return List.of();
+    }
+    JsonNode node;
+    try {
+      node = MAPPER.reader().with(DeserializationFeature.FAIL_ON_TRAILING_TOKENS).readTree(text);
+    } catch (JsonProcessingException e) {
+      return null;
+    }
+    if (node == null || !node.isArray()) {
+      return null;
+    }
+    List<Long> out = new ArrayList<>();
+    for (JsonNode n : node) {
+      if (!n.isIntegralNumber() || !n.canConvertToLong() || n.asLong() < 0) {
+        return null;
+      }
+      out.add(n.asLong());
+    }
+    return List.copyOf(out);
   }
 
   private static JsonNode read(String json) {

@@ -127,27 +127,43 @@ public record KeyState(
       boolean deleted,
       long refVersion,
       String ref,
-      long changes) {
+      long changes,
+      List<Long> via) {
     Seen(long version, String digest, String ackedAt, boolean deleted) {
-      this(version, digest, ackedAt, deleted, 0, null, 0);
+      this(version, digest, ackedAt, deleted, 0, null, 0, List.of());
     }
 
     /** A children slot after one more change ({@code decisions._child_seen}): never deleted. */
     static Seen childChanged(Seen before, long version, String ackedAt) {
       long newest = before == null ? version : Math.max(before.version(), version);
       long changes = (before == null ? 0 : before.changes()) + 1;
-      return new Seen(newest, null, ackedAt, false, 0, null, changes);
+      return new Seen(newest, null, ackedAt, false, 0, null, changes, List.of());
     }
 
     /** Whether it is a slot's entry, which keeps its slot fields. */
     boolean slot() {
-      return refVersion != 0 || ref != null || changes != 0;
+      return refVersion != 0 || ref != null || changes != 0 || !via.isEmpty();
     }
 
-    /** Acks are ordered by the referrer's version, then the row's. */
-    int compareOrder(long otherVersion, long otherRefVersion) {
+    /** Acks are ordered by the referrer's version, then a chain's rows between, then the row's. */
+    int compareOrder(long otherVersion, List<Long> otherVia, long otherRefVersion) {
       int first = Long.compare(version, otherVersion);
-      return first != 0 ? first : Long.compare(refVersion, otherRefVersion);
+      if (first != 0) {
+        return first;
+      }
+      int between = compareVersions(via, otherVia);
+      return between != 0 ? between : Long.compare(refVersion, otherRefVersion);
+    }
+
+    /** Python's comparison of tuples: element by element, a prefix before what extends it. */
+    static int compareVersions(List<Long> a, List<Long> b) {
+      for (int i = 0; i < Math.min(a.size(), b.size()); i++) {
+        int c = Long.compare(a.get(i), b.get(i));
+        if (c != 0) {
+          return c;
+        }
+      }
+      return Integer.compare(a.size(), b.size());
     }
   }
 }

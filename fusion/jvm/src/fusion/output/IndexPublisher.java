@@ -33,7 +33,7 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
   /** The indexer task's rows: its records and counts, and for each ack the counter's fields. */
   public static final String INPUT_COLUMNS =
       "task,topic,key,value,name,amount,k,source,acked_at,version,digest,s_topic,s_partition,"
-          + "s_offset,deleted,ref,ref_version";
+          + "s_offset,deleted,ref,ref_version,via";
 
   /** What the counter reads. */
   public static final StructType OUTPUT = CounterRows.INPUT;
@@ -102,7 +102,8 @@ public final class IndexPublisher implements MapPartitionsFunction<Row, Row> {
         row.getLong(13),
         row.isNullAt(14) ? null : row.getBoolean(14),
         row.isNullAt(15) ? null : row.getString(15),
-        row.isNullAt(16) ? null : row.getLong(16));
+        row.isNullAt(16) ? null : row.getLong(16),
+        row.isNullAt(17) ? null : row.getString(17));
   }
 
   /** A count, for the counter to pass through. */
