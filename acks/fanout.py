@@ -13,9 +13,11 @@ with ``after`` set to the page's last sort value. Kafka key:
      "reference": "buyer"}
 
 ``digest`` is null for a deleted row; ``keys``: how many slot acks earlier
-pages of this request published; ``reference`` null (a request published
-before references had names of their own): the reference named like the
-dimension.
+pages of this request published; ``reference``: the slot whose keys are told,
+a chain's ending at this row's dimension (``brand/company``), null in a request
+published before references had names of their own (the reference named like
+the dimension). A chain's request is worked up from the row: ``hop``,
+``row`` and ``between`` say where it got (:class:`FanoutRequest`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ class FanoutRequest(BaseModel):
     after: list[Any] | None = None
     keys: int = Field(default=0, ge=0)
     reference: str | None = None
+    # The rows the changed row names in turn (its fusion.refs): where the slots that extend
+    # the reference's chain go on from it.
+    refs: dict[str, str] = Field(default_factory=dict)
+    # Up a chain (brand/company: the brands naming company 3, then the items naming each):
+    # the hop whose referrer is searched (None: the last), the id searched for there (None:
+    # ``id``), and the versions of the rows from that one to the changed row.
+    hop: int | None = Field(default=None, ge=0)
+    row: str | None = None
+    between: list[int] = Field(default_factory=list)
 
     @property
     def through(self) -> str:

@@ -16,12 +16,17 @@ if TYPE_CHECKING:
     from indexers.dimensions import slot_digest as slot_digest
     from indexers.handoff import HANDOFF_SCHEMA as HANDOFF_SCHEMA
     from indexers.handoff import handoff_batch as handoff_batch
+    from indexers.keys import InvalidKey as InvalidKey
+    from indexers.keys import checked_key as checked_key
     from indexers.query import start_indexer as start_indexer
     from indexers.records import RawRecord as RawRecord
     from indexers.records import SourceRecord as SourceRecord
     from indexers.records import content_digest as content_digest
     from indexers.records import is_tombstone as is_tombstone
     from indexers.records import parse as parse
+    from indexers.spec import IndexSpec as IndexSpec
+    from indexers.spec import Outputs as Outputs
+    from indexers.spec import Referrer as Referrer
     from indexers.spec import index_spec as index_spec
     from indexers.task import IndexPartition as IndexPartition
 

@@ -56,7 +56,7 @@ class SourceRecord:
     # ``key_field`` names the top-level field it keeps the key in, if the source has one.
     deleted: bool = False
     key_field: str | None = None
-    # The ids of the dimension rows it names (indexers/references.py), kept in fusion.refs.
+    # The ids of the dimension rows it names (indexers/dimensions/references.py), in fusion.refs.
     refs: Mapping[str, str] = field(default_factory=dict)
     # Its Kafka timestamp (epoch ms), kept in fusion.ts: where a key's latency starts.
     record_ms: int | None = None

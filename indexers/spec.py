@@ -19,6 +19,7 @@ from fusion.core import (
     PipelineConfig,
     Reference,
     RegistrySettings,
+    Slot,
     SourceFormat,
 )
 from fusion.elastic import RetryPolicy
@@ -37,6 +38,7 @@ class SourceSlice:
     stores_key: bool  # the key is kept in the document (a key path that is not a field)
     declared: Declared | None  # checked field by field (strict), else None
     references: tuple[Reference, ...]  # the dimension rows its records name
+    slots: tuple[Slot, ...]  # a key's slots starting at its records (none for a dimension)
     dimension: bool  # its rows are a dimension's: a change fans out to the keys naming them
     # A children source's (indexers/children.py): where a row names its parent's key, and the
     # path its array is ordered by; None for any other source.
@@ -70,8 +72,11 @@ class IndexSpec:
 
     sources: Mapping[str, SourceSlice]  # the sources the query indexes, by name
     indexes: Mapping[str, str]  # every source's index by name: dimension rows are read there
-    referrers: Mapping[str, Referrer]  # by reference
-    naming: Mapping[str, tuple[str, ...]]  # by dimension: the references naming its rows
+    # By slot: where the documents naming its last hop's row are (a chain's: the dimension
+    # before it), and by dimension: the slots ending at its rows, which its changes go to.
+    referrers: Mapping[str, Referrer]
+    naming: Mapping[str, tuple[str, ...]]
+    slots: tuple[Slot, ...]
     outputs: Outputs
     elasticsearch: ElasticsearchSettings
     registry: RegistrySettings
@@ -87,6 +92,9 @@ class IndexSpec:
     def retry(self) -> RetryPolicy:
         return RetryPolicy(budget_seconds=self.retry_budget_seconds)
 
+    def slot(self, name: str) -> Slot:
+        return next(slot for slot in self.slots if slot.name == name)
+
 
 def index_spec(config: PipelineConfig, sources: Sequence[str]) -> IndexSpec:
     """The slice of ``config`` that the tasks indexing ``sources`` need."""
@@ -94,8 +102,12 @@ def index_spec(config: PipelineConfig, sources: Sequence[str]) -> IndexSpec:
     return IndexSpec(
         sources={name: _source(config, name) for name in sources},
         indexes={s.name: config.index_of(s) for s in config.sources},
-        referrers={r.name: _referrer(config, r.referrer) for r in config.references},
-        naming={d: tuple(r.name for r in config.references_to(d)) for d in config.dimensions},
+        referrers={s.name: _referrer(config, s.hops[-1].referrer) for s in config.key_slots},
+        naming={
+            d: tuple(s.name for s in config.key_slots if s.dimension == d)
+            for d in config.dimensions
+        },
+        slots=config.key_slots,
         outputs=Outputs(
             acks=config.acks_topic,
             slots=config.slots_topic,
@@ -122,6 +134,7 @@ def _source(config: PipelineConfig, name: str) -> SourceSlice:
         stores_key=config.sort_field(source) == STORED_KEY,
         declared=source.declared(config.pipeline.strict),
         references=config.references_from(name),
+        slots=tuple(slot for slot in config.key_slots if slot.referrer == name),
         dimension=bool(source.dimension),
         parent=source.parent,
         order_by=(source.order_by or config.key_of(source)) if source.children else None,

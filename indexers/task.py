@@ -37,9 +37,16 @@ from fusion.spark import Job, TaskOutput, column
 from fusion.topology import Route
 from indexers import children
 from indexers.avro import Schemas
-from indexers.dimensions import Row, lookup_rows, slot_acks, wanted_rows
-from indexers.fanout import fan_out, worth_a_fanout
-from indexers.fanout_first import first_pages
+from indexers.dimensions import (
+    Row,
+    fan_out,
+    first_pages,
+    lookup_rows,
+    references_in,
+    stored_refs,
+    worth_a_fanout,
+    written_slot_acks,
+)
 from indexers.records import (
     RawRecord,
     SourceRecord,
@@ -47,7 +54,6 @@ from indexers.records import (
     latest_per_key,
     parse,
 )
-from indexers.references import references_in, stored_refs
 from indexers.spec import IndexSpec, Outputs
 
 if TYPE_CHECKING:
@@ -197,15 +203,15 @@ def index_records(
         acks = list(_acks(source, written.confirmed))
     acked = len(acks)  # a dimension's are fan-outs (below); children ack their parents
     out = dead_letter_records(spec.outputs.dlq, dead, spec.outputs.message_limit)
-    if references:
+    if this.slots:
         # Published, not handed on: what counts reads them back from the topic, so a replayed
         # batch counts the slot acks of its first attempt, whatever the lookup finds now.
         with retries.timed(names.STAGE_INDEX_SLOTS):
-            slots = _slot_acks(spec, references, written.confirmed, retries)
+            slots = written_slot_acks(spec, this.slots, written.confirmed, retries)
         out += ack_records(spec.outputs.slots, slots)
     if this.dimension:
         # A row keyed by its own id is no part of a key: its change goes to the keys
-        # that name it, by a fan-out (indexers/fanout_first.py, indexers/fanout.py), not to
+        # that name it, by a fan-out (indexers/dimensions/), not to
         # the counter.
         first = min(raw.offset for raw in raws)
         changed = [
@@ -252,19 +258,6 @@ def _rows_before(
 def with_refs(record: SourceRecord, references: Sequence[Reference]) -> SourceRecord:
     """The record, with the ids of the dimension rows it names (kept in ``fusion.refs``)."""
     return replace(record, refs=stored_refs(references_in(record.doc, references)))
-
-
-def _slot_acks(
-    spec: IndexSpec,
-    references: Sequence[Reference],
-    confirmed: list[Confirmed[SourceRecord]],
-    metrics: Metrics,
-) -> list[Ack]:
-    """Each confirmed document's slot acks, after one lookup of the rows they name."""
-    named = (item.record for item in confirmed if not item.record.deleted)
-    wanted = wanted_rows(named, references)
-    rows = lookup_rows(spec.es(), spec.indexes, wanted, spec.retry(), metrics)
-    return slot_acks(spec.indexes, references, confirmed, rows, now_utc())
 
 
 def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:

@@ -74,12 +74,14 @@ def bench_fanout_command(args: argparse.Namespace, settings: Settings) -> int:
     from fusion.bench.runs import fanout, fanout_report
 
     _servers_answer(settings)
-    sizes = (10_000, 100_000) if args.keys is None else (args.keys,)
-    options = fanout.FanoutOptions(items=sizes, runs=args.runs, page=args.page)
+    default = (100_000,) if args.chain else (10_000, 100_000)
+    sizes = default if args.keys is None else (args.keys,)
+    options = fanout.FanoutOptions(sizes, args.runs, args.page, chain=args.chain)
     with Tracker(err, "fan-out benchmark", "steps", rate=False) as tracker:
         report = fanout.run_fanout(settings, options, on_step=tracker.step)
     text = fanout_report.markdown(report)
-    return print_bench(text, report_files.write_text_files(args.out, "fanout", report, text))
+    name = "fanout-chain" if args.chain else "fanout"
+    return print_bench(text, report_files.write_text_files(args.out, name, report, text))
 
 
 def bench_children_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -92,6 +92,7 @@ def add_bench(bench: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         "of bulk-writing them",
         "fusion bench fanout --runs 3",
         "fusion bench fanout --keys 10000 --page 5000",
+        "fusion bench fanout --chain --runs 3",
     )
     _keys(fanout, "keys naming the renamed row (10,000 and 100,000)")
     _runs(fanout, "renames per size; each reports its median (1)")
@@ -102,6 +103,8 @@ def add_bench(bench: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         metavar="KEYS",
         help=f"the pipeline's fanout_page, keys per page of a fan-out ({FANOUT_PAGE.default:,})",
     )
+    chain = "rename a company 100 brands name: items reached up a chain (100,000 unless --keys)"
+    fanout.add_argument("--chain", action="store_true", help=chain)
     _out(fanout)
 
     children = runs.add(

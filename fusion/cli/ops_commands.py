@@ -66,10 +66,12 @@ def reconcile_command(args: argparse.Namespace, settings: Settings) -> int:
         out.print_json(json.dumps(asdict(report)))
     else:
         resumed = " (resumed an unfinished run)" if report.resumed else ""
+        asked = f"asked the running pipeline's counter to enrich {report.planned:,}"
+        done = asked if report.asked else f"enriched {report.enriched:,} of {report.planned:,}"
         out.print(
             f"scanned {report.scanned:,} keys: {report.complete:,} complete, "
-            f"{report.up_to_date:,} already enriched; enriched {report.enriched:,} of "
-            f"{report.planned:,} planned{resumed}, {report.dead_letters:,} dead letters"
+            f"{report.up_to_date:,} already enriched; {done}{resumed}, "
+            f"{report.dead_letters:,} dead letters"
         )
     return 0
 

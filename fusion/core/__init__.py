@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from fusion.core.events import now_utc as now_utc
     from fusion.core.faults import ENV_NAMES as ENV_NAMES
     from fusion.core.faults import crash_point as crash_point
+    from fusion.core.relations import MAX_HOPS as MAX_HOPS
+    from fusion.core.relations import SLOT_SEPARATOR as SLOT_SEPARATOR
     from fusion.core.relations import Reference as Reference
     from fusion.core.relations import Slot as Slot
     from fusion.core.settings import ElasticsearchSettings as ElasticsearchSettings

@@ -181,13 +181,15 @@ def _encode_original(value: bytes | None) -> tuple[str | None, Literal["utf-8", 
 class RefPart(BaseModel):
     """The dimension row a key's slot holds (docs/dimensions.md): the id its referrer names
     (None: it names none), the row's version (0: no row), and how often the slot changed
-    (it adds to the enriched version, which so grows with every change of the slot)."""
+    (it adds to the enriched version, which so grows with every change of the slot); a
+    chain's, the versions of the rows between (``via``), which order its acks."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str | None
     version: int = 0
     changes: int = 0
+    via: tuple[int, ...] = ()
 
 
 class ReadyEvent(BaseModel):

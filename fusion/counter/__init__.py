@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from fusion.counter.query import restored_state as restored_state
     from fusion.counter.query import start_counter as start_counter
     from fusion.counter.query import start_with_clock as start_with_clock
+    from fusion.counter.rules import REENRICH as REENRICH
     from fusion.counter.state import StateSummary as StateSummary
     from fusion.counter.state import has_state as has_state
     from fusion.counter.state import state_of_key as state_of_key

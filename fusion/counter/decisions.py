@@ -34,7 +34,7 @@ from dataclasses import replace
 
 from fusion.counter.events import incomplete, naming_refs, ready
 from fusion.counter.key_state import KeyState, Seen
-from fusion.counter.rules import AckSeen, Decision, Event, Now, Reason, Rules
+from fusion.counter.rules import REENRICH, AckSeen, Decision, Event, Now, Reason, Rules
 
 __all__ = ["AckSeen", "Decision", "Event", "Now", "Rules", "decide", "on_deadline"]
 
@@ -47,9 +47,13 @@ def decide(
     first = state.first_ack_at if state else None
     changed: set[str] = set()
     rejected: list[tuple[AckSeen, str]] = []
+    asked = False  # fusion reconcile asks for the key's enrichment again
     for ack in acks:
         if not key or ack.source is None or ack.acked_at is None:
             rejected.append((ack, "malformed ack: key, source and acked_at are required"))
+            continue
+        if ack.source == REENRICH:
+            asked = True
             continue
         if ack.source not in rules.sources:
             reason = f"ack for unknown source {ack.source!r} (not in the pipeline config)"
@@ -80,7 +84,7 @@ def decide(
     if not after.fired:
         decision = _fire_or_wait(key, after, rules, now, new_key=state is None)
         return replace(decision, rejected=rejected)
-    return replace(_after_fire(key, after, changed, rules, now), rejected=rejected)
+    return replace(_after_fire(key, after, changed, asked, rules, now), rejected=rejected)
 
 
 def _has_part(state: KeyState, rules: Rules) -> bool:
@@ -118,20 +122,23 @@ def _seen(before: Seen | None, ack: AckSeen, changed: bool, rules: Rules) -> See
     return Seen(ack.order[0], digest, at, ack.deleted, ack.ref_version, ack.ref, changes, via)
 
 
-def _after_fire(key: str, state: KeyState, changed: set[str], rules: Rules, now: Now) -> Decision:
-    """A fired key's sources changed: an update, or, once a source is gone, what deletes ask.
+def _after_fire(
+    key: str, state: KeyState, changed: set[str], asked: bool, rules: Rules, now: Now
+) -> Decision:
+    """A fired key's sources changed: an update, or, once a source is gone, what deletes ask;
+    or reconcile ``asked``, and nothing changed: an update.
 
     With every source deleted, or with ``on_delete = "delete"`` and one deleted,
     the key's enriched document goes (a ``deleted`` event) and the key counts as
     not fired: written again and complete, it fires again.
     """
-    if not changed:
+    if not changed and not asked:
         return Decision(state)
     gone = changed & set(state.deleted)
     if gone and (not _has_part(state, rules) or rules.on_delete == "delete"):
         unfired = replace(state, fired_at=None, expired_at=None, deadline_ms=None)
         return Decision(unfired, [ready(key, state, now, "deleted", rules)])
-    if gone or rules.on_update == "reenrich":
+    if gone or rules.on_update == "reenrich" or not changed:
         return Decision(state, [ready(key, state, now, "updated", rules)])
     return Decision(state)
 

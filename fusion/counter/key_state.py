@@ -97,7 +97,7 @@ class KeyState:
     def refs(self, dimensions: Iterable[str]) -> dict[str, RefPart]:
         """Each dimension slot the key has: the row it names, for the enricher to look up."""
         return {
-            name: RefPart(id=s.ref, version=s.ref_version, changes=s.changes)
+            name: RefPart(id=s.ref, version=s.ref_version, changes=s.changes, via=s.via)
             for name in sorted(dimensions)
             if (s := self.seen.get(name)) is not None
         }

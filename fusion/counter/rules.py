@@ -71,6 +71,12 @@ class Now:
     ms: int
 
 
+# An ack of this source changes nothing of a key but asks its enrichment again, if it fired
+# (`fusion reconcile` with dimensions, docs/dimensions.md): no part is named like Fusion's own
+# object in the enriched document.
+REENRICH = "fusion"
+
+
 @dataclass(frozen=True)
 class AckSeen:
     """The part of an ack the counter needs, plus where it came from for the DLQ."""

@@ -6,7 +6,14 @@ from typing import Any
 
 from elasticsearch import BadRequestError, Elasticsearch
 
-from fusion.core import RESERVED_FIELD, STORED_KEY, PipelineConfig, SourceConfig, TopologyError
+from fusion.core import (
+    RESERVED_FIELD,
+    SLOT_SEPARATOR,
+    STORED_KEY,
+    PipelineConfig,
+    SourceConfig,
+    TopologyError,
+)
 
 # How long the enriched index remembers a deleted document's version (60 s by default): an
 # enrichment read before the delete and written after it is refused as stale while it does.
@@ -56,12 +63,17 @@ def enriched_mapping(config: PipelineConfig) -> dict[str, Any]:
             }
         },
     }
-    for source in config.sources:
+    for part in config.parts:  # a chain's row after the row that names it, inside it
+        source = config.part_source(part)
         nested = dict(source_mapping(config, source)["properties"])
         nested.pop(RESERVED_FIELD, None)  # a source's stored key stays in its own index
         # A children array is nested by default: a query then matches within one child.
         kind = source.mapping if source.children else "object"
-        properties[source.name] = {"type": kind, "properties": nested}
+        *path, name = part.split(SLOT_SEPARATOR)
+        holder = properties
+        for step in path:
+            holder = holder[step]["properties"]
+        holder[name] = {"type": kind, "properties": nested}
     return {"dynamic": True, "properties": properties, "_meta": index_meta(config)}
 
 

@@ -4,6 +4,7 @@ Shape, with ``_id`` = key in the enriched index::
 
     {"<key_field>": key,
      "<source>": {...that source's record...},        # one entry per source
+     "<reference>": {..., "<reference>": {...}},      # a row it names, a chain's inside
      "fusion": {"fired_at": ..., "enriched_at": ..., "complete": true, "missing": [],
                 "versions": {"<source>": <ES _version of that document>},
                 "last_record_at": ...}}   # the latest part's Kafka timestamp
@@ -19,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusion.core import dumps, iso_from_ms
+from fusion.core import SLOT_SEPARATOR, dumps, iso_from_ms
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,9 @@ def _enriched(
     arrays: Arrays,
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {key_field: key}
-    for name in sorted(found):
+    for name in sorted(found):  # a chain's row after the row that names it
         if not found[name].deleted:
-            doc[name] = take(found[name].source)
+            _place(doc, name.split(SLOT_SEPARATOR), take(found[name].source))
     for name in sorted(arrays):
         doc[name] = [take(row) for row in arrays[name].rows]
     doc["fusion"] = {
@@ -150,6 +151,19 @@ def _enriched(
     if (last := last_record_ms(found, arrays)) is not None:
         doc["fusion"]["last_record_at"] = iso_from_ms(last)
     return doc
+
+
+def _place(doc: dict[str, Any], path: list[str], value: dict[str, Any]) -> None:
+    """``value`` at ``path`` in ``doc``: a chain's row (``brand/company``) inside the row that
+    names it, copied first (the row is every key's that names it); nowhere when that row is
+    not there."""
+    holder = doc
+    for part in path[:-1]:
+        inner = holder.get(part)
+        if not isinstance(inner, dict):
+            return
+        holder[part] = holder = dict(inner)
+    holder[path[-1]] = value
 
 
 def enriched_version(found: Mapping[str, FoundDoc], dimensions: Sequence[str] = ()) -> int:

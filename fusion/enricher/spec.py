@@ -128,7 +128,6 @@ def _parts(config: PipelineConfig, names: Sequence[str]) -> tuple[PartSource, ..
     """Each part's source: a reference's is its dimension's, under the reference's name."""
     parts = []
     for name in names:
-        slot = name in config.slots
         source = config.part_source(name)
         sort_field = config.sort_field(source)
         parts.append(
@@ -138,7 +137,7 @@ def _parts(config: PipelineConfig, names: Sequence[str]) -> tuple[PartSource, ..
                 sort_field=sort_field,
                 dimension=bool(source.dimension),
                 stores_key=sort_field == STORED_KEY,
-                names_rows=not slot and bool(config.references_from(name)),
+                names_rows=bool(config.references_from(source.name)),
                 array=ChildArray(source.max_children) if source.children else None,
             )
         )

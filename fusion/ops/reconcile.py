@@ -15,7 +15,8 @@ executors: the driver plans and adds up counts, as the stages' drivers do.
    enriched document. A key needs enriching when every required source is
    there and its enriched document is missing or older than its sources (the
    enriched version is the sum of the source versions);
-3. **enrich**, in the same task: those keys through
+3. **enrich**, in the same task (with dimensions, the counter is asked
+   instead, :mod:`fusion.ops.reconcile_ask`): those keys through
    :func:`~fusion.enricher.task.enrich_events`, the enricher's own code path;
    the executor's JVM publishes the slice's enriched records in one
    transaction with the run's marker (``fusion.output.TransactionalWriter``).
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from fusion.core import ConfigError, PipelineConfig, now_iso
 from fusion.enricher import enrich_spec
 from fusion.observe import Figures
+from fusion.ops.reconcile_ask import AskSpec, ScanAndAsk
 from fusion.ops.reconcile_slice import (
     COMPLETE,
     PLANNED,
@@ -63,18 +65,22 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+Work = ScanAndEnrich | ScanAndAsk
+
+
 @dataclass
 class Report:
     scanned: int = 0  # keys in the scanned index
     complete: int = 0  # with every required source
     up_to_date: int = 0  # complete and already enriched from their current versions
     planned: int = 0  # complete and not enriched from their current versions
-    enriched: int = 0
+    enriched: int = 0  # (with dimensions, the planned keys are asked of the counter instead)
     dead_letters: int = 0
     resumed: bool = False
     slices: int = 0
     slices_skipped: int = 0  # committed by the crashed run this one resumed
     es_retries: int = 0  # Elasticsearch calls retried (an outage, a 429)
+    asked: bool = False  # the planned keys were asked of the counter (a pipeline with slots)
 
 
 Progress = Callable[[Report], None]
@@ -84,13 +90,6 @@ def reconcile(
     spark: SparkSession, config: PipelineConfig, progress: Progress | None = None
 ) -> Report:
     """Plan (or resume) a run, scan and enrich its slices on the executors; the counts."""
-    if config.dimensions:
-        raise ConfigError(
-            "fusion reconcile",
-            "",
-            f"pipeline {config.name!r} has dimensions ({', '.join(config.dimensions)}), whose "
-            "rows reconcile does not look up yet (docs/dimensions.md)",
-        )
     if not config.required_parts:
         raise ConfigError(
             "fusion reconcile",
@@ -108,13 +107,17 @@ def reconcile(
     else:
         report.resumed = True
     report.slices = plan["slices"]
+    report.asked = bool(config.slots)
     job = Job(STAGE, STAGE, plan["run"], 0, config.pipeline.task_chunk_bytes)
     spec = writer_spec(config, job, fault_settings(spark))
     done = _committed(spark, spec, plan)
     report.slices_skipped = len(done)
     todo = [n for n in range(plan["slices"]) if n not in done]
     if todo:
-        work = ScanAndEnrich(enrich_spec(config))
+        # With dimensions the counter is asked (fusion/ops/reconcile_ask.py).
+        work: Work = (
+            ScanAndAsk(AskSpec.of(config)) if config.slots else ScanAndEnrich(enrich_spec(config))
+        )
         _add(report, _run_slices(spark, (job, work), spec, plan, todo))
     if progress:
         progress(report)
@@ -138,7 +141,7 @@ def _committed(spark: SparkSession, spec: str, plan: Mapping[str, Any]) -> set[i
 
 def _run_slices(
     spark: SparkSession,
-    task: tuple[Job, ScanAndEnrich],
+    task: tuple[Job, Work],
     spec: str,
     plan: Mapping[str, Any],
     todo: list[int],

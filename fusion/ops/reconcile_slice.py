@@ -67,7 +67,7 @@ class ScanAndEnrich:
         ):
             task = slice_task(n)
             retries = Metrics()
-            for ids in _pages(es, spec, (n, slices), retry):
+            for ids in pages(es, spec, (n, slices), retry):
                 keys, counts = _to_enrich(es, spec, ids, (retry, retries), started_at)
                 events = [
                     (_ready(spec, key, started_at), (STAGE, n, i)) for i, key in enumerate(keys)
@@ -129,14 +129,14 @@ def _to_enrich(
             counts[PLANNED] += 1
         elif complete:
             current[key] = row[-1].get("_source", {})
-    stale = _stale_arrays(es, spec, current, retrying) if spec.children else set()
+    stale = stale_arrays(es, spec, current, retrying) if spec.children else set()
     keys += [key for key in current if key in stale]
     counts[PLANNED] += len(stale)
     counts[UP_TO_DATE] += len(current) - len(stale)
     return keys, counts
 
 
-def _stale_arrays(
+def stale_arrays(
     es: Elasticsearch,
     spec: EnrichSpec,
     enriched: Mapping[str, Any],
@@ -169,7 +169,7 @@ def _fired_at(hit: Mapping[str, Any]) -> str | None:
     return str(fired_at) if fired_at is not None else None
 
 
-def _pages(
+def pages(
     es: Elasticsearch, spec: EnrichSpec, part: tuple[int, int], retry: RetryPolicy
 ) -> Iterator[list[str]]:
     """The ids of one slice of the first required source's index, a page at a time, in key order.

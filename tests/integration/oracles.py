@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from fusion.core.settings import Settings
 from fusion.infra.cdc.connect import postgres_connector, register, unregister
 from fusion.infra.cdc.postgres import PG_DATABASE, PG_ROLE
 from tests.integration.conftest import Cdc
-from tests.integration.pipelines import enriched_docs
+from tests.integration.pipelines import enriched_docs, read_raw
 from tests.integration.runs import kill_group, start_run
 
 Docs = dict[str, dict[str, Any]]
@@ -141,3 +142,41 @@ def pipeline_head(prefix: str, key_field: str, checkpoints: Path) -> list[str]:
         f'checkpoint_dir = "{checkpoints}"',
         'trigger_interval = "200 milliseconds"',
     ]
+
+
+def new_schema(cdc: Cdc, tables: dict[str, str]) -> str:
+    """A schema of its own with ``tables`` (name -> columns) in it: its name."""
+    schema = f"s{uuid.uuid4().hex[:8]}"
+    cdc.sql(f"CREATE SCHEMA {schema}")
+    for table, columns in tables.items():
+        cdc.sql(f"CREATE TABLE {schema}.{table} ({columns})")
+    return schema
+
+
+def killed_holding_a_fanout_page(
+    run_in: tuple[Path, Settings, Path, PipelineConfig], during: Callable[[], None]
+) -> None:
+    """`fusion run` (``config_file, settings, tmp_path, config``) until it enriched something,
+    then ``during`` (changes whose fan-outs it pages), until a fan-out task has searched a
+    page and holds there, its slot acks and what continues not yet published; then kill -9."""
+    config_file, settings, tmp_path, config = run_in
+    gate = tmp_path / "fanout-gate"
+    hold = f"fanout.after_page={gate}"
+    run = start_run(config_file, settings, [], tmp_path, "--stop-when-idle", "600", hold=hold)
+    try:
+        wait_for_work(run, settings, config, 240)
+        gate.touch()
+        during()
+        held = Path(f"{gate}.reached")
+        deadline = time.monotonic() + 240
+        while not held.exists():
+            assert run.poll() is None and time.monotonic() < deadline, "no fan-out paged"
+            time.sleep(0.2)
+    finally:
+        kill_group(run)
+
+
+def fired_twice(settings: Settings, config: PipelineConfig) -> list[str]:
+    """The keys with more than one event on the ready topic."""
+    fires = [key for key, _, _ in read_raw(settings, config.ready_topic)]
+    return sorted({key for key in fires if fires.count(key) > 1})

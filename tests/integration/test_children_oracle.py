@@ -32,6 +32,7 @@ from tests.integration.oracles import (
     captured,
     differences,
     joined_rows,
+    new_schema,
     pipeline_head,
     settle,
     wait_for_work,
@@ -150,11 +151,8 @@ def _differences(expected: Docs, docs: Docs) -> list[str]:
 def test_the_enriched_orders_are_the_databases_one_to_many_join_through_kills(
     cdc: Cdc, settings: Settings, tmp_path: Path
 ) -> None:
-    schema = f"c{uuid.uuid4().hex[:8]}"
+    schema = new_schema(cdc, TABLES)
     prefix = f"kid{uuid.uuid4().hex[:8]}"
-    cdc.sql(f"CREATE SCHEMA {schema}")
-    for table, columns in TABLES.items():
-        cdc.sql(f"CREATE TABLE {schema}.{table} ({columns})")
     workload = Workload(cdc, schema, seed=56)
     workload.setup()
     workload.run(30)  # before the connector: its snapshot reads them (op r)

@@ -142,7 +142,7 @@ def test_status_names_the_oldest_change_whose_fan_out_waits(
     from fusion.kafka.fanout_backlog import oldest_pending
     from fusion.kafka.lag import stage_markers
     from fusion.topology import topology_of
-    from indexers.fanout import request_records
+    from indexers.dimensions.fanout import request_records
 
     config = _config(settings, tmp_path)
     inputs = topology_of(config).inputs()

@@ -8,7 +8,7 @@ never committed. Then A is deleted and written again as Rotunda, and the
 checkpoint is lost. The run with ``--rebuild-state`` replays A's three
 changes in one batch, finds Rotunda in Elasticsearch already, and must still
 fan it out: the row there was written by the uncommitted attempt, so no key
-was ever told (indexers.fanout.worth_a_fanout).
+was ever told (indexers.dimensions.fanout.worth_a_fanout).
 """
 
 from __future__ import annotations

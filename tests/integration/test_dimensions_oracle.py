@@ -16,7 +16,6 @@ key fires twice.
 from __future__ import annotations
 
 import shutil
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,13 +29,14 @@ from tests.integration.oracles import (
     SqlWorkload,
     captured,
     differences,
+    fired_twice,
     joined_rows,
+    killed_holding_a_fanout_page,
+    new_schema,
     pipeline_head,
     settle,
-    wait_for_work,
 )
-from tests.integration.pipelines import drop, read_raw
-from tests.integration.runs import kill_group, start_run
+from tests.integration.pipelines import drop
 
 ITEMS = range(1, 61)
 BRANDS = range(1, 5)
@@ -136,11 +136,8 @@ def _database_join(cdc: Cdc, schema: str) -> dict[str, dict[str, Any]]:
 def test_the_enriched_items_are_the_databases_foreign_key_join_through_a_kill(
     checkpoint: str, cdc: Cdc, settings: Settings, tmp_path: Path
 ) -> None:
-    schema = f"d{uuid.uuid4().hex[:8]}"
+    schema = new_schema(cdc, TABLES)
     prefix = f"dim{uuid.uuid4().hex[:8]}"
-    cdc.sql(f"CREATE SCHEMA {schema}")
-    for table, columns in TABLES.items():
-        cdc.sql(f"CREATE TABLE {schema}.{table} ({columns})")
     workload = Workload(cdc, schema, seed=40)
     workload.setup()
     workload.run(20)  # before the connector: its snapshot reads them (op r)
@@ -149,24 +146,9 @@ def test_the_enriched_items_are_the_databases_foreign_key_join_through_a_kill(
     config = PipelineConfig.load(config_file, env={})
     with captured(cdc, prefix, tables):
         try:
-            # A fan-out task that has searched its page holds there, its slot acks and the
-            # request that continues not yet published, once the gate exists.
-            gate = tmp_path / "fanout-gate"
-            hold = f"fanout.after_page={gate}"
-            run = start_run(
-                config_file, settings, [], tmp_path, "--stop-when-idle", "600", hold=hold
-            )
-            try:
-                wait_for_work(run, settings, config, 240)
-                gate.touch()
-                workload.run(40, pause=0.05)  # renames: fan-outs of about 15 items each
-                held = Path(f"{gate}.reached")
-                deadline = time.monotonic() + 240
-                while not held.exists():
-                    assert run.poll() is None and time.monotonic() < deadline, "no fan-out paged"
-                    time.sleep(0.2)
-            finally:
-                kill_group(run)  # kill -9 with a fan-out's page done and not published
+            run_in = (config_file, settings, tmp_path, config)
+            # kill -9 with a fan-out's page done and not published
+            killed_holding_a_fanout_page(run_in, lambda: workload.run(40, pause=0.05))
             workload.run(60, pause=0.01)
             expected = _database_join(cdc, schema)
             args = ()
@@ -177,8 +159,6 @@ def test_the_enriched_items_are_the_databases_foreign_key_join_through_a_kill(
                 config_file, settings, tmp_path, config,
                 lambda docs: differences(expected, docs, PARTS), 360, *args,
             )  # fmt: skip
-            fires = [key for key, _, _ in read_raw(settings, config.ready_topic)]
-            twice = sorted({key for key in fires if fires.count(key) > 1})
-            assert not twice, f"fired twice: {twice}"
+            assert not (twice := fired_twice(settings, config)), f"fired twice: {twice}"
         finally:
             drop(config)

@@ -28,11 +28,16 @@ dimension, docs/dimensions.md). Per size and run:
    then three renames alone timed. A JVM a minute old still compiles much of
    Spark's per-batch code; a pipeline that has run a while does not.
 
+With ``chain`` (``--chain``), the renamed row is a company that 100 brands
+name, each named by a hundredth of the items: the rename reaches the items
+up the chain, through the brands (docs/dimensions.md, chains).
+
 Each figure is the median of the runs, beside the floor of its own run.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 import uuid
@@ -59,13 +64,14 @@ from fusion.bench import (
 from fusion.bench.runs.enriched_index import last_enriched
 from fusion.bench.runs.fanout_report import median_run
 from fusion.bench.runs.fanout_steps import (
+    Renamed,
     Warm,
     brand,
     items_of,
     rename_alone,
     warmed,
     wave,
-    with_brand,
+    with_name,
 )
 from fusion.core import PipelineConfig, PipelineSection, Settings, now_iso
 from fusion.elastic import client as es_client
@@ -82,24 +88,49 @@ class FanoutOptions:
     page: int = PipelineSection.model_fields["fanout_page"].default
     ordinary: int = 5_000  # new items per wave, with and without a fan-out
     warm: Warm = field(default_factory=Warm)
+    # Company X's rename, through the CHAIN_BRANDS brands naming it (False: brand A's).
+    chain: bool = False
+
+    @property
+    def renamed(self) -> Renamed:
+        return Renamed(self.chain)
 
 
-def fanout_config(settings: Settings, tag: str, page: int) -> PipelineConfig:
+CHAIN_BRANDS = 100
+
+
+def fanout_config(settings: Settings, tag: str, page: int, chain: bool = False) -> PipelineConfig:
     name = f"bench-fanout-{tag}"
     data = settings.model_dump(mode="python")
     data["pipeline"] = {"name": name, "key_field": "item_id", "fanout_page": page}
+    brand_source: dict[str, Any] = {"name": "brand", "topic": f"{name}.brand", "key": "id"}
     data["sources"] = [
         {"name": "item", "topic": f"{name}.item", "key": "id", "references": {"brand": "brand"}},
         {"name": "stock", "topic": f"{name}.stock", "key": "item"},
-        {"name": "brand", "topic": f"{name}.brand", "key": "id", "dimension": True},
+        brand_source | {"dimension": True},
     ]
+    if chain:
+        brand_source["references"] = {"company": "company"}
+        data["sources"][2] = brand_source | {"dimension": True}
+        company = {"name": "company", "topic": f"{name}.company", "key": "id", "dimension": True}
+        data["sources"].append(company)
     return PipelineConfig.model_validate(data)
 
 
-def _records(config: PipelineConfig, items: int) -> list[tuple[str, str, bytes]]:
+def _records(config: PipelineConfig, items: int, chain: bool) -> list[tuple[str, str, bytes]]:
     topic = config.topic_of(config.source("brand"))
-    brands = [(topic, "A", brand("A", "ACME")), (topic, "B", brand("B", "Bolt"))]
-    return brands + items_of(config, "I", items, "A")
+    if not chain:
+        brands = [(topic, "A", brand("A", "ACME")), (topic, "B", brand("B", "Bolt"))]
+        return brands + items_of(config, "I", items, "A")
+    # Companies X (renamed) and Y, and brands naming them: items of A000... name X's.
+    companies = [Renamed(chain=True).record(config, "ACME")]
+    companies.append((config.topic_of(config.source("company")), "Y", b'{"id": "Y", "name": "Y"}'))
+    named = [(f"A{n:03d}", "X") for n in range(CHAIN_BRANDS)] + [("B", "Y")]
+    rows = [
+        (topic, b, json.dumps({"id": b, "name": f"brand {b}", "company": c}).encode())
+        for b, c in named
+    ]
+    return companies + rows + items_of(config, "I", items, "A", CHAIN_BRANDS)
 
 
 def run_fanout(
@@ -111,17 +142,20 @@ def run_fanout(
         runs = []
         for run in range(options.runs):
             tag = f"{uuid.uuid4().hex[:6]}{run}"
-            config = fanout_config(settings, tag, options.page)
+            config = fanout_config(settings, tag, options.page, options.renamed.chain)
             on_step(f"{items:,} items, run {run + 1}/{options.runs}: floor")
             floor = enriched_floor(settings, config, items)
             on_step(f"{items:,} items, run {run + 1}/{options.runs}: enrich, then rename")
-            result = rename(config, (items, options.ordinary), options.warm, workdir)
+            result = rename(
+                (config, options.renamed), (items, options.ordinary), options.warm, workdir
+            )
             rate = result["items_per_second"]
             runs.append(result | {"floor_items_per_second": round(items / floor)}
                         | {"fraction_of_floor": round(rate / (items / floor), 3)})  # fmt: skip
         sizes[str(items)] = {"median": median_run(runs), "runs": runs}
     return {
         "kind": "fanout",
+        "chain": options.renamed.chain,
         "page": options.page,
         "warm": {"seconds": options.warm.seconds, "renames": options.warm.renames},
         "runs": options.runs,
@@ -133,19 +167,20 @@ def run_fanout(
 
 
 def rename(
-    config: PipelineConfig, sizes: tuple[int, int], warm: Warm, workdir: Path
+    renaming: tuple[PipelineConfig, Renamed], sizes: tuple[int, int], warm: Warm, workdir: Path
 ) -> dict[str, Any]:
-    """Enrich ``items`` items of brand A, then rename A in a second run; what the rename took,
-    and how fast ``ordinary`` new keys were enriched with and without it (``sizes``); the
-    same once the JVM has warmed up."""
+    """Enrich ``items`` items of brand A (or of the brands of company X), then rename the row
+    in a second run; what the rename took, and how fast ``ordinary`` new keys were enriched
+    with and without it (``sizes``); the same once the JVM has warmed up."""
+    config, renamed = renaming
     items, ordinary = sizes
     teardown.delete_all(config)
     pipeline.prepare(config)
     es = es_client.connect(config.elasticsearch)
-    produce(config, _records(config, items))
+    produce(config, _records(config, items, renamed.chain))
     with PipelineProcess(config, workdir) as run:
         run.wait_started()
-        until(lambda: with_brand(es, config, "ACME") >= items, run.check)
+        until(lambda: with_name(es, renaming, "ACME") >= items, run.check)
         until(lambda: lag.behind(config, reads(topology_of(config).select())) == 0,
                run.check)  # fmt: skip
         run.stop()
@@ -160,21 +195,21 @@ def rename(
         wave(es, send, config, "W", max(1, ordinary // 5), run.check, (unnamed,))
         alone = wave(es, send, config, "N", ordinary, run.check)
         sent = time.time()
-        rename_a = (brands, "A", brand("A", "Rotunda"))
+        rename_a = renamed.record(config, "Rotunda")
         during = wave(es, send, config, "D", ordinary, run.check, also=(rename_a,))
-        until(lambda: with_brand(es, config, "Rotunda") >= items, run.check)
+        until(lambda: with_name(es, renaming, "Rotunda") >= items, run.check)
         last = last_enriched(es, config, "I")
         until(lambda: lag.behind(config, reads(topology_of(config).select())) == 0,
                run.check)  # fmt: skip
         assert run.process is not None
         servers = server_pids(config)
         before = cpu_by_part(run.process.pid, servers)
-        renamed_alone = rename_alone(es, send, config, items, "Zenith", run.check)
+        renamed_alone = rename_alone(es, send, renaming, items, "Zenith", run.check)
         spent = cpu_by_part(run.process.pid, servers)
         # New keys alone once more: the first wave can meet work of the restart's own;
         # the faster of the two is the one compared.
         again = wave(es, send, config, "M", ordinary, run.check)
-        warmed_up = warmed(es, send, config, sizes, warm, run.check)
+        warmed_up = warmed(es, send, config, sizes, (warm, renamed), run.check)
         figures = Figures(run.stop()["counters"])
     teardown.delete_all(config)
     seconds = last - sent
@@ -205,12 +240,15 @@ def enriched_floor(settings: Settings, config: PipelineConfig, items: int) -> fl
     es = es_client.connect(settings.elasticsearch)
     index = f"bench-floor-{uuid.uuid4().hex[:8]}"
     now = now_iso()
+    # A chain's item holds its brand's company inside the brand.
+    chained = "company" in config.source_names
+    company = {"company": {"id": "X", "name": "Rotunda"}} if chained else {}
     docs = [
         {"_index": index, "_id": f"I-{i:07d}", "_source": {
             "item_id": f"I-{i:07d}",
             "item": {"id": f"I-{i:07d}", "brand": "A", "title": f"item {i}", "price": i % 997},
             "stock": {"item": f"I-{i:07d}", "count": i % 50},
-            "brand": {"id": "A", "name": "Rotunda", "country": "NO"},
+            "brand": {"id": "A", "name": "Rotunda", "country": "NO"} | company,
             "fusion": {"fired_at": now, "enriched_at": now, "complete": True, "missing": []},
         }}
         for i in range(items)

@@ -29,8 +29,13 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def markdown(report: dict[str, Any]) -> str:
+    renamed = (
+        "A company renamed, every item of the 100 brands naming it enriched again, up the chain"
+        if report.get("chain")
+        else "A brand renamed, every item naming it enriched again"
+    )
     lines = [
-        f"A brand renamed, every item naming it enriched again (`fanout_page` "
+        f"{renamed} (`fanout_page` "
         f"{report['page']:,}); {report['machine']['cores']} cores; commit {report['commit']}, "
         f"{report['date']}. Median of {report['runs']} runs, each beside its own floor (the "
         "items' enriched documents bulk-written from Python):",

@@ -19,6 +19,24 @@ Send = Callable[[Sequence[tuple[str, str, bytes]]], int]
 
 
 @dataclass(frozen=True)
+class Renamed:
+    """The row whose renames are fanned out: brand A, or (``chain``) company X, which the
+    brands ``A000``... that the items name all name (docs/dimensions.md, chains)."""
+
+    chain: bool = False
+
+    def record(self, config: PipelineConfig, name: str) -> tuple[str, str, bytes]:
+        source, key = ("company", "X") if self.chain else ("brand", "A")
+        row = {"id": key, "name": name} | ({} if self.chain else {"country": "NO"})
+        return (config.topic_of(config.source(source)), key, json.dumps(row).encode())
+
+    @property
+    def field(self) -> str:
+        """The enriched item's field of the renamed row's name."""
+        return "brand.company.name.keyword" if self.chain else "brand.name.keyword"
+
+
+@dataclass(frozen=True)
 class Warm:
     """The rename in a JVM that has run a while: untimed renames for ``seconds`` first (at
     least two), then ``renames`` timed ones."""
@@ -28,14 +46,16 @@ class Warm:
 
 
 def items_of(
-    config: PipelineConfig, prefix: str, items: int, brand_id: str
+    config: PipelineConfig, prefix: str, items: int, brand_id: str, brands: int = 0
 ) -> list[tuple[str, str, bytes]]:
-    """``items`` items of ``brand_id`` and their stock, keyed ``<prefix>-0000000`` on."""
+    """``items`` items of ``brand_id`` (with ``brands``, spread over ``<brand_id>000``...)
+    and their stock, keyed ``<prefix>-0000000`` on."""
     topic = {s.name: config.topic_of(s) for s in config.sources}
     records = []
     for i in range(items):
         key = f"{prefix}-{i:07d}"
-        item = {"id": key, "brand": brand_id, "title": f"item {i}", "price": i % 997}
+        named = f"{brand_id}{i % brands:03d}" if brands else brand_id
+        item = {"id": key, "brand": named, "title": f"item {i}", "price": i % 997}
         records.append((topic["item"], key, json.dumps(item).encode()))
         records.append((topic["stock"], key, json.dumps({"item": key, "count": i % 50}).encode()))
     return records
@@ -50,7 +70,7 @@ def warmed(
     send: Send,
     config: PipelineConfig,
     sizes: tuple[int, int],
-    warm: Warm,
+    warming_up: tuple[Warm, Renamed],
     check: Callable[[], None],
 ) -> dict[str, Any]:
     """The rename once the JVM has warmed up: what a pipeline that has run a while does.
@@ -60,19 +80,20 @@ def warmed(
     the items of brand A, and the new items of a wave.
     """
     items, ordinary = sizes
+    warm, renamed = warming_up
     started, warming = time.monotonic(), 0
     while warming < 2 or time.monotonic() - started < warm.seconds:
-        rename_alone(es, send, config, items, f"Warmup {warming}", check)
+        rename_alone(es, send, (config, renamed), items, f"Warmup {warming}", check)
         warming += 1
     seconds_warming = time.monotonic() - started
     alone = wave(es, send, config, "P", ordinary, check)
-    quartz = (config.topic_of(config.source("brand")), "A", brand("A", "Quartz"))
     sent = time.time()
-    during = wave(es, send, config, "Q", ordinary, check, also=(quartz,))
-    until(lambda: with_brand(es, config, "Quartz") >= items, check)
+    during = wave(es, send, config, "Q", ordinary, check, also=(renamed.record(config, "Quartz"),))
+    until(lambda: with_name(es, (config, renamed), "Quartz") >= items, check)
     renamed_during = last_enriched(es, config, "I") - sent
     timed = [
-        rename_alone(es, send, config, items, f"Timed {n}", check) for n in range(warm.renames)
+        rename_alone(es, send, (config, renamed), items, f"Timed {n}", check)
+        for n in range(warm.renames)
     ]
     middle = lower_median(timed) or 0.0
     return {
@@ -88,16 +109,17 @@ def warmed(
 def rename_alone(
     es: Elasticsearch,
     send: Send,
-    config: PipelineConfig,
+    renaming: tuple[PipelineConfig, Renamed],
     items: int,
     name: str,
     check: Callable[[], None],
 ) -> float:
-    """Seconds from brand A's rename to ``name``, with nothing else sent, to its last item's
+    """Seconds from the row's rename to ``name``, with nothing else sent, to its last item's
     enriched document."""
+    config, renamed = renaming
     sent = time.time()
-    send([(config.topic_of(config.source("brand")), "A", brand("A", name))])
-    until(lambda: with_brand(es, config, name) >= items, check)
+    send([renamed.record(config, name)])
+    until(lambda: with_name(es, renaming, name) >= items, check)
     return last_enriched(es, config, "I") - sent
 
 
@@ -118,7 +140,9 @@ def wave(
     return last_enriched(es, config, prefix) - sent
 
 
-def with_brand(es: Elasticsearch, config: PipelineConfig, name: str) -> int:
-    query = {"term": {"brand.name.keyword": name}}
+def with_name(es: Elasticsearch, renaming: tuple[PipelineConfig, Renamed], name: str) -> int:
+    """How many enriched items hold the renamed row under ``name``."""
+    config, renamed = renaming
+    query = {"term": {renamed.field: name}}
     found = es.options(ignore_status=(404, 503)).count(index=config.enriched_index, query=query)
     return int(found.get("count", 0))

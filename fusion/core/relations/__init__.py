@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from fusion.core.relations.parts import part_timeouts as part_timeouts
     from fusion.core.relations.parts import required_parts as required_parts
     from fusion.core.relations.slots import MAX_HOPS as MAX_HOPS
+    from fusion.core.relations.slots import SLOT_SEPARATOR as SLOT_SEPARATOR
     from fusion.core.relations.slots import Slot as Slot
     from fusion.core.relations.slots import slots_of as slots_of
     from fusion.core.relations.sources import check_names as check_names

@@ -19,7 +19,7 @@ from fusion.core.relations.dimensions import Reference
 # The references a chain follows from a key's own source at the most (item → brand →
 # company → country → region): every hop is a lookup per batch and a level of fan-out.
 MAX_HOPS = 4
-SEPARATOR = "/"
+SLOT_SEPARATOR = "/"
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Slot:
 
     @property
     def name(self) -> str:
-        return SEPARATOR.join(hop.name for hop in self.hops)
+        return SLOT_SEPARATOR.join(hop.name for hop in self.hops)
 
     @property
     def dimension(self) -> str:
@@ -39,7 +39,7 @@ class Slot:
     @property
     def parent(self) -> str | None:
         """The slot whose row names this one's (None: the key's own source names it)."""
-        return SEPARATOR.join(hop.name for hop in self.hops[:-1]) or None
+        return SLOT_SEPARATOR.join(hop.name for hop in self.hops[:-1]) or None
 
     @property
     def referrer(self) -> str:

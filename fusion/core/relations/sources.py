@@ -20,15 +20,7 @@ def check_sources(sources: Sequence[SourceConfig]) -> None:
             raise ValueError(f"duplicate source name {source.name!r}")
         seen.add(source.name)
     check_children(sources)
-    slots = slots_of(sources, references_of(sources))  # references followed: names, cycles
-    chained = next((slot for slot in slots if len(slot.hops) > 1), None)
-    if chained is not None:
-        hop = chained.hops[-1]
-        raise ValueError(
-            f"{hop.field}: a dimension referencing a dimension (a chain, {hop.referrer} → "
-            f"{hop.dimension}) is not supported yet; reference {hop.dimension!r} from a source "
-            "keyed by the join key"
-        )
+    slots_of(sources, references_of(sources))  # references followed: names, cycles, depth
 
 
 def check_names(sources: Sequence[SourceConfig], key_field: str, reserved: str) -> None:

@@ -47,13 +47,14 @@ class Doc:
     ref: str | None = None
     ref_version: int = 0
     slot: bool = False
+    via: tuple[int, ...] = ()  # a chain's: the versions of the rows between
 
     def seen(self, at: str) -> Seen:
         if not self.slot:
             return Seen(self.version, self.digest, at, self.deleted)
         there = not self.deleted and self.ref is not None and self.digest is not None
         digest = slot_digest(self.ref, self.digest) if there and self.ref and self.digest else None
-        return Seen(self.version, digest, at, not there, self.ref_version, self.ref)
+        return Seen(self.version, digest, at, not there, self.ref_version, self.ref, 0, self.via)
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,12 @@ def _from_event(source: str, version: int, history: History, doc: Doc | None, at
         gone = source in history.deleted or _deleted(doc, version)
         return Seen(version, _digest(doc, version), at, gone)
     # The slot's digest, if Elasticsearch still holds the row the event names.
-    held = doc is not None and (doc.version, doc.ref_version, doc.ref) == (
-        version, ref.version, ref.id,
+    held = doc is not None and (doc.version, doc.via, doc.ref_version, doc.ref) == (
+        version, ref.via, ref.version, ref.id,
     )  # fmt: skip
     digest = doc.seen(at).digest if held and doc is not None else None
     gone = source in history.deleted
-    return Seen(version, digest, at, gone, ref.version, ref.id, ref.changes)
+    return Seen(version, digest, at, gone, ref.version, ref.id, ref.changes, ref.via)
 
 
 def _digest(doc: Doc | None, version: int) -> str | None:

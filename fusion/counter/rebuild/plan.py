@@ -39,13 +39,13 @@ if TYPE_CHECKING:
 
 DOC_SCHEMA = (
     "k STRING, source STRING, version BIGINT, digest STRING, deleted BOOLEAN, ref STRING, "
-    "ref_version BIGINT, slot BOOLEAN"
+    "ref_version BIGINT, slot BOOLEAN, via ARRAY<BIGINT>"
 )
 STATE_ROW_SCHEMA = "k STRING, " + ", ".join(f"{name} {kind}" for name, kind in STATE_COLUMNS)
 EVENT_SCHEMA = (
     "key STRING, kind STRING, fired_at STRING, expired_at STRING, first_ack_at STRING, "
     "versions MAP<STRING, BIGINT>, deleted ARRAY<STRING>, "
-    "refs MAP<STRING, STRUCT<id: STRING, version: BIGINT, changes: BIGINT>>"
+    "refs MAP<STRING, STRUCT<id: STRING, version: BIGINT, changes: BIGINT, via: ARRAY<BIGINT>>>"
 )
 
 
@@ -166,7 +166,7 @@ def _scan(config: PipelineConfig, batches: Iterator[pa.RecordBatch]) -> Iterator
 
 def _doc(hit: dict[str, Any], source: str) -> dict[str, Any]:
     row = {"k": hit["_id"], "source": source, "version": hit["_version"]}
-    row |= {"ref": None, "ref_version": 0, "slot": False}
+    row |= {"ref": None, "ref_version": 0, "slot": False, "via": []}
     if is_tombstone(hit["_source"]):
         return row | {"digest": None, "deleted": True}
     try:
@@ -208,13 +208,16 @@ def _refs(refs: Any) -> dict[str, RefPart]:
     """An event's ``refs`` as ``from_json`` read them (a map of structs, a list of pairs)."""
     pairs = refs.items() if isinstance(refs, dict) else (refs or [])
     return {
-        name: RefPart(id=ref["id"], version=ref["version"] or 0, changes=ref["changes"] or 0)
+        name: RefPart(
+            id=ref["id"], version=ref["version"] or 0, changes=ref["changes"] or 0,
+            via=tuple(ref.get("via") or ()),
+        )
         for name, ref in pairs
         if ref is not None
-    }
+    }  # fmt: skip
 
 
 def _doc_of(d: dict[str, Any]) -> Doc:
     ref_version = int(d["ref_version"] or 0)
     return Doc(d["source"], int(d["version"]), d["digest"], bool(d["deleted"]), d["ref"],
-               ref_version, bool(d["slot"]))  # fmt: skip
+               ref_version, bool(d["slot"]), tuple(d["via"] or ()))  # fmt: skip

@@ -38,9 +38,12 @@ def hits_of(
 
 
 def arrow(ddl: str) -> pa.Schema:
-    """The Arrow schema of a DDL of STRING, BIGINT and BOOLEAN columns."""
+    """The Arrow schema of a DDL of STRING, BIGINT, BOOLEAN and ARRAY<BIGINT> columns."""
     import pyarrow as pa
 
-    kinds = {"STRING": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_()}
+    kinds = {
+        "STRING": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_(),
+        "ARRAY<BIGINT>": pa.list_(pa.int64()),
+    }  # fmt: skip
     fields = [column.strip().split(" ", 1) for column in ddl.split(",")]
     return pa.schema([(name, kinds[kind.strip()]) for name, kind in fields])

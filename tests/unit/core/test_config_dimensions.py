@@ -196,13 +196,16 @@ def test_a_cycle_of_dimensions_is_named(tmp_path: Path) -> None:
     _refuse(tmp_path, text, "in a cycle (brand → tax_status → brand)")
 
 
-def test_a_chain_of_dimensions_is_not_supported_yet(tmp_path: Path) -> None:
+def test_a_chain_of_dimensions_gives_a_part_per_hop(tmp_path: Path) -> None:
     company = '\n[[sources]]\nname = "company"\ndimension = true\nkey = "after.id"\n'
     text = ITEMS.replace(
         'name = "brand"\ndimension = true',
         'name = "brand"\ndimension = true\nreferences = { company = "company_id" }',
     )
-    _refuse(tmp_path, text + company, "a chain, brand → company")
+    config = _load(tmp_path, text + company)
+    assert config.parts == ("item", "inventory", "brand", "brand/company", "tax_status")
+    assert config.required_parts == ("item", "inventory", "brand", "brand/company")
+    assert config.part_source("brand/company").name == "company"
 
 
 def test_a_pipeline_of_dimensions_alone_has_no_key(tmp_path: Path) -> None:
@@ -214,14 +217,6 @@ def test_a_pipeline_of_dimensions_alone_has_no_key(tmp_path: Path) -> None:
         _load(tmp_path, text)
     only = ITEMS.replace('name = "inventory"', 'name = "inventory"\ndimension = true')
     _refuse(tmp_path, only, "dimension 'inventory' is referenced by no source")
-
-
-def test_what_does_not_know_dimensions_yet_refuses_them_in_one_line(tmp_path: Path) -> None:
-    from fusion.ops.reconcile import reconcile
-
-    config = _load(tmp_path, ITEMS)
-    with pytest.raises(ConfigError, match="rows reconcile does not look up yet"):
-        reconcile(None, config)  # type: ignore[arg-type]  # refused before Spark is asked
 
 
 def test_a_copy_with_other_sources_has_references_of_its_own(tmp_path: Path) -> None:

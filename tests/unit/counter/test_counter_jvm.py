@@ -68,7 +68,8 @@ NO_VIA = ("x", "[1.5]", "[true]", "[-1]", "[9223372036854775808]", '"[1]"', "[1]
 
 def random_ack(rng: random.Random, n: int) -> tuple[AckSeen, dict[str, Any]]:
     """An ack as the Python counter reads it, and as the JVM's is asked to (``via`` as text)."""
-    source = rng.choice([*NAMES, *NAMES, "unknown's", None])
+    # "fusion": fusion reconcile asking a fired key's enrichment again.
+    source = rng.choice([*NAMES, *NAMES, "unknown's", None, "fusion"])
     acked_at = iso_from_ms(START + rng.randint(0, 3) * 500)
     via = rng.choice(NO_VIA) if rng.random() < 0.03 else rng.choice(VIA_TEXTS)
     ack = AckSeen(

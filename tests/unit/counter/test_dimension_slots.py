@@ -180,14 +180,29 @@ def test_a_chains_slot_orders_by_the_item_then_the_brand_then_the_company() -> N
     assert state is not None and state.fired
     # Brand A moved to company D, written long before C's last change (version 3 < 7).
     moved = decide("K", state, [company(10, 60, "D", 3, "d3")], CHAIN, NOW)
-    assert _only(moved).refs["brand.company"] == RefPart(id="D", version=3, changes=2)
+    assert _only(moved).refs["brand.company"] == RefPart(id="D", version=3, changes=2, via=(60,))
     # A late rename of C, found through A as it was before the move: it changes nothing.
     late = decide("K", moved.state, [company(10, 50, "C", 9, "c9")], CHAIN, NOW)
     assert late.events == [] and late.state == moved.state
     # D renamed: the same brand version, a newer row.
     renamed = decide("K", moved.state, [company(10, 60, "D", 4, "d4")], CHAIN, NOW)
-    assert _only(renamed).refs["brand.company"] == RefPart(id="D", version=4, changes=3)
+    assert _only(renamed).refs["brand.company"] == RefPart(id="D", version=4, changes=3, via=(60,))
     # Kept in the state column, and read back the same.
     assert renamed.state is not None
     entry = renamed.state.seen["brand.company"]
     assert entry.via == (60,) and type(entry).from_list(entry.to_list()) == entry
+
+
+def test_reconcile_asks_a_fired_key_once_more_and_nothing_else() -> None:
+    asked = AckSeen(source="fusion", acked_at=NOW.iso)
+    fired = _fired()
+    again = decide("K", fired, [asked], RULES, LATER)
+    assert _only(again).kind == "updated" and again.state == fired
+    assert _only(again).refs["brand"] == RefPart(id="A", version=50, changes=1)
+    # Not fired: it waits as it did; unknown: nothing to enrich.
+    waiting = decide("K", None, [item(10), slot(10, "A", 0)], RULES, NOW).state
+    assert decide("K", waiting, [asked], RULES, LATER).events == []
+    assert decide("K", None, [asked], RULES, LATER) == Decision(None)
+    # With a change in the same batch, one event as without the ask.
+    both = decide("K", fired, [asked, slot(11, "A", 50)], RULES, LATER)
+    assert [e.kind for e in both.events] == ["updated"]

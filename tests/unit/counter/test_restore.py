@@ -114,7 +114,7 @@ def test_the_rebuilds_rows_have_arrow_schemas_and_a_tombstone_reads_as_deleted()
     hit = {"_id": "K", "_version": 7, "_source": {"fusion": {"deleted": True, "key": "K"}}}
     assert rebuild._doc(hit, "a") == {
         "k": "K", "source": "a", "version": 7, "digest": None, "deleted": True,
-        "ref": None, "ref_version": 0, "slot": False,
+        "ref": None, "ref_version": 0, "slot": False, "via": [],
     }  # fmt: skip
     assert set(rebuild._doc(hit, "a")) == set(documents.names)
     row = rebuild._doc({"_id": "K", "_version": 3, "_source": {"id": "K"}}, "a")
@@ -201,3 +201,7 @@ def test_an_events_refs_read_as_arrow_hands_them_over() -> None:
     arrow_map = [("brand", {"id": "A", "version": 50, "changes": None})]  # pyarrow's map
     assert rebuild._refs(arrow_map) == {"brand": RefPart(id="A", version=50, changes=0)}
     assert rebuild._refs(None) == {}
+    chain = [("brand/company", {"id": "C", "version": 7, "changes": 2, "via": [50]})]
+    assert rebuild._refs(chain) == {
+        "brand/company": RefPart(id="C", version=7, changes=2, via=(50,))
+    }

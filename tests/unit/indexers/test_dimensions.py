@@ -7,13 +7,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from acks.fanout import FanoutRequest
+from fusion.core import Slot
 from fusion.core.config import PipelineConfig
 from fusion.elastic.bulk import Confirmed
 from fusion.enricher.document import FoundDoc
 from fusion.enricher.lookups import _place, _wanted
 from fusion.enricher.spec import enrich_spec
-from indexers.dimensions import Row, record_content, slot_acks, slot_digest, wanted_rows
-from indexers.fanout import newest_per_row, requests_for, worth_a_fanout
+from indexers.dimensions import Row, record_content, slot_digest, wanted_rows
+from indexers.dimensions.chains import slot_acks
+from indexers.dimensions.fanout import newest_per_row, requests_for, worth_a_fanout
 from indexers.records import RawRecord, SourceRecord, parse
 from indexers.spec import index_spec
 from indexers.task import with_refs
@@ -38,6 +40,11 @@ def _indexes(config: PipelineConfig) -> dict[str, str]:
     return dict(index_spec(config, []).indexes)
 
 
+def _slots(config: PipelineConfig, source: str = "item") -> list[Slot]:
+    """The key's slots that start at ``source``'s records."""
+    return [slot for slot in config.key_slots if slot.referrer == source]
+
+
 def _confirmed(record: SourceRecord) -> Confirmed[SourceRecord]:
     return Confirmed(record, "catalog-item", 1, 1, record.version)
 
@@ -50,8 +57,7 @@ def test_an_item_keeps_the_ids_it_names_and_gets_a_slot_ack_per_dimension(tmp_pa
     assert wanted_rows([item], config.references_from("item")) == [("brand", "17")]
 
     rows = {("brand", "17"): Row(42, "d42", 5, 1)}
-    refs = config.references_from("item")
-    brand, tax = slot_acks(_indexes(config), refs, [_confirmed(item)], rows, AT)
+    brand, tax = slot_acks(_indexes(config), _slots(config), [_confirmed(item)], rows, AT)
 
     assert (brand.key, brand.source, brand.version) == ("7", "brand", 10)
     assert (brand.ref, brand.ref_version, brand.deleted) == ("17", 42, False)
@@ -63,7 +69,7 @@ def test_an_item_keeps_the_ids_it_names_and_gets_a_slot_ack_per_dimension(tmp_pa
 def test_a_row_not_there_or_deleted_is_an_empty_slot_with_its_id(tmp_path: Path) -> None:
     config = _config(tmp_path)
     item = _item(config, 9, {"id": 7, "brand_id": "17"})
-    refs = config.references_from("item")[:1]
+    refs = _slots(config)[:1]
     (missing,) = slot_acks(_indexes(config), refs, [_confirmed(item)], {}, AT)
     assert (missing.ref, missing.ref_version, missing.deleted) == ("17", 0, True)
     tombstone = {("brand", "17"): Row(50, None)}
@@ -126,7 +132,9 @@ def test_an_order_gets_a_slot_per_reference_to_one_table(tmp_path: Path) -> None
     # One row, named twice: looked up once.
     assert wanted_rows([order], refs) == [("user", "5")]
     rows = {("user", "5"): Row(7, "u7")}
-    buyer, seller = slot_acks(_indexes(config), refs, [_confirmed(order)], rows, AT)
+    buyer, seller = slot_acks(
+        _indexes(config), _slots(config, "order"), [_confirmed(order)], rows, AT
+    )
     assert (buyer.source, buyer.index, buyer.ref, buyer.ref_version) == (
         "buyer", "shop-user", "5", 7,
     )  # fmt: skip

@@ -13,8 +13,8 @@ from acks.fanout import FanoutRequest
 from fusion.elastic.bulk import Confirmed
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
-from indexers.fanout import work_pages
-from indexers.fanout_first import first_pages
+from indexers.dimensions.fanout import work_pages
+from indexers.dimensions.written import first_pages
 from indexers.records import SourceRecord
 from indexers.spec import IndexSpec, index_spec
 from tests.unit.core.test_config_dimensions import ITEMS, _load

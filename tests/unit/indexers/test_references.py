@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusion.core import Reference
-from indexers.references import Named, references_in, stored_refs
+from indexers.dimensions.references import Named, references_in, stored_refs
 from tests.strategies import JSON_VALUE, TEXT
 
 BRAND = Reference("item", "brand", "brand_id")

@@ -36,12 +36,7 @@ public final class Decisions {
 
   /** The part of an ack the counter needs, plus where it came from for the dead-letter topic. */
   public record Ack(
-      String source,
-      String ackedAt,
-      String raw,
-      String topic,
-      int partition,
-      long offset,
+      String source, String ackedAt, String raw, String topic, int partition, long offset,
       Long version,
       String digest,
       boolean deleted,
@@ -91,9 +86,14 @@ public final class Decisions {
     String first = state == null ? null : state.firstAckAt();
     TreeSet<String> changed = new TreeSet<>();
     List<Rejected> rejected = new ArrayList<>();
+    boolean asked = false; // fusion reconcile asks for the key's enrichment again
     for (Ack ack : acks) {
       if (key.isEmpty() || ack.source() == null || ack.ackedAt() == null) {
         rejected.add(new Rejected(ack, "malformed ack: key, source and acked_at are required"));
+        continue;
+      }
+      if (Rules.REENRICH.equals(ack.source())) {
+        asked = true;
         continue;
       }
       if (!rules.sources().contains(ack.source())) {
@@ -142,13 +142,13 @@ public final class Decisions {
     if (!after.fired()) {
       return fireOrWait(key, after, rules, now).withRejected(rejected, state == null);
     }
-    return afterFire(key, after, changed, rules, now).withRejected(rejected, false);
+    return afterFire(key, after, changed, asked, rules, now).withRejected(rejected, false);
   }
 
-  /** A fired key's sources changed ({@code decisions._after_fire}). */
+  /** A fired key's sources changed, or reconcile asked ({@code decisions._after_fire}). */
   private static Decision afterFire(
-      String key, KeyState state, Set<String> changed, Rules rules, Now now) {
-    if (changed.isEmpty()) {
+      String key, KeyState state, Set<String> changed, boolean asked, Rules rules, Now now) {
+    if (changed.isEmpty() && !asked) {
       return Decision.of(state);
     }
     Set<String> gone = new TreeSet<>(changed);
@@ -157,7 +157,7 @@ public final class Decisions {
       return new Decision(
           state.unfired(), List.of(ready(key, state, now, "deleted", rules)), List.of(), false, null, null);
     }
-    if (!gone.isEmpty() || rules.reenrich()) {
+    if (!gone.isEmpty() || rules.reenrich() || changed.isEmpty()) {
       return new Decision(
           state, List.of(ready(key, state, now, "updated", rules)), List.of(), false, null, null);
     }

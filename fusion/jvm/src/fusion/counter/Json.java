@@ -111,8 +111,11 @@ public final class Json {
     }
     ObjectNode refs = out.putObject("refs");
     event.refs().forEach(
-        (name, s) -> refs.putObject(name).put("id", s.ref()).put("version", s.refVersion())
-            .put("changes", s.changes()));
+        (name, s) -> {
+          ObjectNode ref = refs.putObject(name).put("id", s.ref()).put("version", s.refVersion())
+              .put("changes", s.changes());
+          s.via().forEach(ref.putArray("via")::add);
+        });
     return write(out);
   }
 

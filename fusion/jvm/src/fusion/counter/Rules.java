@@ -16,6 +16,9 @@ public record Rules(
     Set<String> dimensions,
     Set<String> children)
     implements Serializable {
+  /** The source of an ack that asks a fired key's enrichment again ({@code rules.REENRICH}). */
+  static final String REENRICH = "fusion";
+
   /** Whether the source is no part of a key by itself ({@code Rules.slots}). */
   boolean isSlot(String source) {
     return dimensions.contains(source) || children.contains(source);

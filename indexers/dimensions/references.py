@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fusion.core import Reference
-from indexers.keys import InvalidKey, checked_key
+from indexers import InvalidKey, checked_key
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -22,9 +22,9 @@ from elasticsearch import Elasticsearch
 
 from acks import Ack
 from fusion.core import RESERVED_FIELD, STORED_OWN, Reference
-from fusion.elastic import Confirmed, RetryPolicy, call_with_retries, mget_docs
+from fusion.elastic import RetryPolicy, call_with_retries, mget_docs
 from fusion.observe import Metrics
-from indexers.records import SourceRecord, content_digest, is_tombstone
+from indexers import SourceRecord, content_digest, is_tombstone
 
 RowId = tuple[str, str]  # dimension, id
 
@@ -38,9 +38,15 @@ class Row:
     digest: str | None
     seq_no: int = 0
     primary_term: int = 1
+    # The rows it names in turn (its fusion.refs), by reference: where a chain goes on.
+    refs: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def there(self) -> bool:
+        return self.digest is not None
 
 
-def wanted_rows(records: Iterable[SourceRecord], references: Sequence[Reference]) -> list[RowId]:
+def wanted_rows(records: Iterable[SourceRecord], references: Iterable[Reference]) -> list[RowId]:
     """The distinct rows the records name, in a stable order (a row two references name is
     one row)."""
     return sorted(
@@ -77,8 +83,13 @@ def lookup_rows(
 
 def row_of(hit: Mapping[str, Any]) -> Row:
     source = hit["_source"]
-    digest = None if is_tombstone(source) else content_digest(record_content(source))
-    return Row(hit["_version"], digest, hit.get("_seq_no", 0), hit.get("_primary_term", 1))
+    gone = is_tombstone(source)
+    digest = None if gone else content_digest(record_content(source))
+    own = source.get(RESERVED_FIELD)
+    refs = own.get("refs") if isinstance(own, dict) and not gone else None
+    kept = {k: v for k, v in refs.items() if isinstance(v, str)} if isinstance(refs, dict) else {}
+    seq_no, term = hit.get("_seq_no", 0), hit.get("_primary_term", 1)
+    return Row(hit["_version"], digest, seq_no, term, kept)
 
 
 def record_content(stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,49 +103,17 @@ def record_content(stored: Mapping[str, Any]) -> dict[str, Any]:
     return rest | ({RESERVED_FIELD: kept} if kept else {})
 
 
-def slot_acks(
-    indexes: Mapping[str, str],
-    references: Sequence[Reference],
-    confirmed: Iterable[Confirmed[SourceRecord]],
-    rows: Mapping[RowId, Row],
-    acked_at: datetime,
-) -> list[Ack]:
-    """One slot ack per confirmed document and reference of its source."""
-    return [
-        slot_ack(indexes, reference, item, rows, acked_at)
-        for item in confirmed
-        for reference in references
-    ]
-
-
-def slot_ack(
-    indexes: Mapping[str, str],
-    reference: Reference,
-    item: Confirmed[SourceRecord],
-    rows: Mapping[RowId, Row],
-    acked_at: datetime,
-) -> Ack:
-    """Key K's slot of ``reference`` after its referrer's write: the row it names, if there.
-
-    A deleted referrer names nothing: its slots go with it.
-    """
-    record = item.record
-    ref = None if record.deleted else record.refs.get(reference.name)
-    row = rows.get((reference.dimension, ref)) if ref is not None else None
-    named = (record.key, item.version, reference.name, ref)
-    return slot(indexes[reference.dimension], named, row, record.where, acked_at)
-
-
 def slot(
     index: str,
     named: tuple[str, int, str, str | None],
     row: Row | None,
     where: tuple[str, int, int],
     acked_at: datetime,
+    via: tuple[int, ...] = (),
 ) -> Ack:
-    """The slot ack of ``named`` (key, its referrer's version, the reference's name, the id
-    it names), a row of ``index``: the row, or an empty slot when the row is not there (or
-    is a tombstone)."""
+    """The slot ack of ``named`` (key, its referrer's version, the slot's name, the id it
+    names), a row of ``index``: the row, or an empty slot when the row is not there (or is
+    a tombstone); ``via``: a chain's rows' versions between."""
     key, version, name, ref = named
     digest = slot_digest(ref, row.digest) if ref and row and row.digest else None
     topic, partition, offset = where
@@ -154,6 +133,7 @@ def slot(
         deleted=digest is None,
         ref=ref,
         ref_version=row.version if row else 0,
+        via=via,
     )
 
 

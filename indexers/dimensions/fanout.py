@@ -1,7 +1,7 @@
 """The fan-out's executor task: a page of keys per changed dimension row (docs/dimensions.md).
 
 A dimension's indexer task asks for a fan-out of each row it wrote
-(:func:`requests_for`), and does the small ones itself (:mod:`indexers.fanout_first`);
+(:func:`requests_for`), and does the small ones itself (:mod:`indexers.dimensions.written`);
 the others go on the fan-out topic. A task of the fan-out topic's partition
 then, for each row asked for (the newest request of a row in the batch wins):
 
@@ -21,19 +21,29 @@ newer than what the counter has).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from elasticsearch import Elasticsearch
 
 from acks import Ack, AckError, FanoutRequest, ack_records
-from fusion.core import STORED_REFS, DeadLetter, crash_point, dead_letter_records, now_utc
+from fusion.core import (
+    SLOT_SEPARATOR as SEPARATOR,
+)
+from fusion.core import (
+    STORED_REFS,
+    DeadLetter,
+    Slot,
+    crash_point,
+    dead_letter_records,
+    now_utc,
+)
 from fusion.elastic import Confirmed, RetryPolicy, call_with_retries
 from fusion.observe import Metrics, names
-from indexers.dimensions import Row, slot
-from indexers.records import RawRecord, SourceRecord
-from indexers.spec import IndexSpec, Outputs, Referrer
+from indexers import IndexSpec, Outputs, RawRecord, Referrer, SourceRecord
+from indexers.dimensions.chains import extending, follow, walk
+from indexers.dimensions.rows import Row, RowId, lookup_rows, slot
 
 
 def requests_for(
@@ -53,6 +63,7 @@ def requests_for(
                 digest=None if item.record.deleted else item.record.digest,
                 requested_at=at,
                 reference=reference,
+                refs=dict(item.record.refs),
             ),
             item,
         )
@@ -87,9 +98,9 @@ def newest_per_row(
 ) -> list[tuple[FanoutRequest, Where]]:
     """A row's newest request through each reference (a newer row version starts over, which
     covers every key); for one version, the one that got furthest."""
-    newest: dict[tuple[str, str, str], tuple[FanoutRequest, Where]] = {}
+    newest: dict[tuple[str, str, str, int | None, str | None], tuple[FanoutRequest, Where]] = {}
     for request, where in requests:
-        row = (request.dimension, request.id, request.through)
+        row = (request.dimension, request.id, request.through, request.hop, request.row)
         before = newest.get(row)
         if before is None or (request.version, request.keys) > (before[0].version, before[0].keys):
             newest[row] = (request, where)
@@ -125,15 +136,17 @@ def fan_out(spec: IndexSpec, raws: list[RawRecord]) -> tuple[list[Any], dict[str
 
 @dataclass(frozen=True)
 class Pages:
-    """What pages of fan-out requests made: their slot acks, and the requests that continue
-    after their page's last key."""
+    """What pages of fan-out requests made: their slot acks, the requests that continue after
+    their page's last hit, and a chain's requests one hop nearer the keys."""
 
     acks: list[Ack]
     again: list[FanoutRequest]
+    nearer: list[FanoutRequest] = field(default_factory=list)
 
     def records(self, outputs: Outputs) -> list[Any]:
         """The requests that continue, on the fan-out topic, then the slot acks."""
-        return request_records(outputs.fanout, self.again) + ack_records(outputs.slots, self.acks)
+        requests = request_records(outputs.fanout, [*self.again, *self.nearer])
+        return requests + ack_records(outputs.slots, self.acks)
 
 
 def request_records(topic: str, requests: Iterable[FanoutRequest]) -> list[Any]:
@@ -144,19 +157,41 @@ def request_records(topic: str, requests: Iterable[FanoutRequest]) -> list[Any]:
 def work_pages(
     spec: IndexSpec, requests: Sequence[tuple[FanoutRequest, Where, int]], metrics: Metrics
 ) -> Pages:
-    """A page of each request, of the size given with it."""
-    acks: list[Ack] = []
-    again: list[FanoutRequest] = []
+    """A page of each request, of the size given with it.
+
+    A request's page is the documents naming its row at its hop: keys (the first hop), each
+    given its slot acks; or, up a chain, rows of the dimension before, each a request of its
+    own one hop nearer the keys (items naming brand 17, after brand 17 was found naming
+    company 3).
+    """
+    pages = Pages([], [])
     es, retry = spec.es(), spec.retry()
     for request, where, size in requests:
-        referrer = spec.referrers[request.through]
-        hits, after = search_page(es, referrer, request, where, retry, metrics, size)
-        acks += _slots(spec.indexes[request.dimension], request, hits, where)
+        prefix = spec.slot(request.through)
+        hop = len(prefix.hops) - 1 if request.hop is None else request.hop
+        searched = Searched(
+            spec.referrers[SEPARATOR.join(h.name for h in prefix.hops[: hop + 1])],
+            f"{STORED_REFS}.{prefix.hops[hop].name}",
+            request.row or request.id,
+        )
+        hits, after = search_page(es, searched, request.after, retry, metrics, size)
+        if hop == 0:
+            pages.acks.extend(_slots(spec, prefix, request, hits, where, metrics))
+        else:
+            pages.nearer.extend(_nearer(request, hop - 1, hits))
         if after is not None:
-            again.append(
-                request.model_copy(update={"after": after, "keys": request.keys + len(hits)})
-            )
-    return Pages(acks, again)
+            continued = {"after": after, "keys": request.keys + len(hits)}
+            pages.again.append(request.model_copy(update=continued))
+    return pages
+
+
+@dataclass(frozen=True)
+class Searched:
+    """Where a page's hits are: the referrer's index, the field naming the row, its id."""
+
+    referrer: Referrer
+    field: str
+    id: str
 
 
 SEARCH_SIZE = 10_000  # hits one search returns at the most (index.max_result_window)
@@ -164,19 +199,18 @@ SEARCH_SIZE = 10_000  # hits one search returns at the most (index.max_result_wi
 
 def search_page(
     es: Elasticsearch,
-    referrer: Referrer,
-    request: FanoutRequest,
-    where: Where,
+    searched: Searched,
+    after: list[Any] | None,
     retry: RetryPolicy,
     metrics: Metrics,
     page_size: int,
 ) -> tuple[list[dict[str, Any]], list[Any] | None]:
-    """One page of the keys naming the row (``page_size`` hits, in searches of up to
+    """One page of the documents naming the row (``page_size`` hits, in searches of up to
     :data:`SEARCH_SIZE`), and the cursor of the next page (None: this was the last)."""
-    index = referrer.index
-    sort = [{referrer.sort_field: "asc"}]
-    query = {"term": {f"{STORED_REFS}.{request.through}": request.id}}
-    after, hits = request.after, list[dict[str, Any]]()
+    index = searched.referrer.index
+    sort = [{searched.referrer.sort_field: "asc"}]
+    query = {"term": {searched.field: searched.id}}
+    hits = list[dict[str, Any]]()
     while len(hits) < page_size:
         size = min(SEARCH_SIZE, page_size - len(hits))
 
@@ -192,19 +226,54 @@ def search_page(
         page: Sequence[dict[str, Any]] = found["hits"]["hits"]
         hits += page
         if len(page) < size:
-            return hits, None  # the last keys naming it
+            return hits, None  # the last documents naming it
         after = page[-1]["sort"]
     return hits, after
 
 
-def _slots(
-    index: str, request: FanoutRequest, hits: Sequence[dict[str, Any]], where: Where
-) -> list[Ack]:
-    """Each hit's slot: its item, at the version found, names the requested row (of
-    ``index``) by the request's reference."""
-    at = now_utc()
-    row = Row(request.version, request.digest)
-    name = request.through
+def _nearer(
+    request: FanoutRequest, hop: int, hits: Sequence[dict[str, Any]]
+) -> list[FanoutRequest]:
+    """Each hit (a row naming the row searched for), as the request one hop nearer the keys:
+    the documents naming that row are searched next, its version among the rows between."""
     return [
-        slot(index, (hit["_id"], hit["_version"], name, request.id), row, where, at) for hit in hits
-    ]
+        request.model_copy(
+            update={
+                "hop": hop, "row": hit["_id"], "between": [hit["_version"], *request.between],
+                "after": None, "keys": 0,
+            }
+        )
+        for hit in hits
+    ]  # fmt: skip
+
+
+def _slots(
+    spec: IndexSpec,
+    prefix: Slot,
+    request: FanoutRequest,
+    hits: Sequence[dict[str, Any]],
+    where: Where,
+    metrics: Metrics,
+) -> list[Ack]:
+    """Each hit's slot acks: its key, at the version found, reaches the requested row through
+    ``prefix``'s chain, and through every slot that extends it the rows the row names on."""
+    at = now_utc()
+    changed = Row(request.version, request.digest, refs=request.refs)
+    rows = {(request.dimension, request.id): changed}
+    slots = extending(spec.slots, prefix)
+    if len(slots) > 1 and hits:
+
+        def lookup(wanted: list[RowId]) -> dict[RowId, Row]:
+            return lookup_rows(spec.es(), spec.indexes, wanted, spec.retry(), metrics)
+
+        rows = follow(lookup, slots, rows)
+    at_hop = len(prefix.hops) - 1
+    acks = []
+    for slot_ in slots:
+        tail, ref, row = walk(slot_.hops[at_hop:], request.id, rows)
+        via = (*request.between, *tail)
+        index = spec.indexes[slot_.dimension]
+        for hit in hits:
+            named = (hit["_id"], hit["_version"], slot_.name, ref)
+            acks.append(slot(index, named, row, where, at, via))
+    return acks

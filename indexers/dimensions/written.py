@@ -6,7 +6,7 @@ all of them per reference to the dimension) and does the fan-outs that fit in
 :data:`FIRST_PAGES` keys over all: their pages searched, their slot acks
 published in its own transaction.
 The others go on the fan-out topic, untouched, and are paged there a batch
-later as before (:mod:`indexers.fanout`).
+later as before (:mod:`indexers.dimensions.fanout`).
 
 Why only the small ones: most of a small fan-out's time is the fixed cost of a
 micro-batch, which this saves; a large one pages on the topic anyway, and a
@@ -26,9 +26,8 @@ from acks import FanoutRequest
 from fusion.core import STORED_REFS, now_utc
 from fusion.elastic import Confirmed, call_with_retries
 from fusion.observe import Metrics, names
-from indexers.fanout import Where, request_records, requests_for, work_pages
-from indexers.records import SourceRecord
-from indexers.spec import IndexSpec
+from indexers import IndexSpec, SourceRecord
+from indexers.dimensions.fanout import Where, request_records, requests_for, work_pages
 
 # The keys a dimension's task tells at once, over all the rows it wrote: one search's worth.
 FIRST_PAGES = 10_000
@@ -39,14 +38,19 @@ def first_pages(
 ) -> list[Any]:
     """The output records of the fan-outs of the rows ``changed``: the small ones done, the
     others asked of the fan-out topic."""
-    references = spec.naming[dimension]
-    requests = requests_for(dimension, references, changed, now_utc())
+    slots = spec.naming[dimension]
+    requests = requests_for(dimension, slots, changed, now_utc())
     ids = [item.record.key for item in changed]
-    naming = {r: naming_counts(spec, r, ids, metrics) for r in references if changed}
+    # A chain's keys are found a hop at a time, on the fan-out topic.
+    direct = [name for name in slots if len(spec.slot(name).hops) == 1]
+    naming = {name: naming_counts(spec, name, ids, metrics) for name in direct if changed}
     fits: list[tuple[FanoutRequest, Where, int]] = []
     left: list[FanoutRequest] = []
     room = min(spec.fanout_page, FIRST_PAGES)
     for request, item in requests:
+        if request.through not in naming:
+            left.append(request)
+            continue
         keys = naming[request.through].get(request.id, 0)
         if 0 < keys <= room:
             # One more than counted: a page that comes back short is the whole fan-out.
@@ -67,10 +71,10 @@ def first_pages(
 def naming_counts(
     spec: IndexSpec, reference: str, ids: list[str], metrics: Metrics
 ) -> dict[str, int]:
-    """How many keys' documents name each of the rows ``ids`` by ``reference`` (a ``terms``
-    aggregation)."""
+    """How many keys' documents name each of the rows ``ids`` by the one-hop slot
+    ``reference`` (a ``terms`` aggregation)."""
     index = spec.referrers[reference].index
-    field = f"{STORED_REFS}.{reference}"
+    field = f"{STORED_REFS}.{spec.slot(reference).hops[-1].name}"
     es = spec.es()
 
     def call() -> dict[str, Any]:
