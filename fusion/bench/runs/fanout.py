@@ -110,7 +110,7 @@ def fanout_config(settings: Settings, tag: str, page: int, chain: bool = False) 
         brand_source | {"dimension": True},
     ]
     if chain:
-        brand_source["references"] = {"company": "company"}
+        brand_source["references"] = {"company": "company_id"}
         data["sources"][2] = brand_source | {"dimension": True}
         company = {"name": "company", "topic": f"{name}.company", "key": "id", "dimension": True}
         data["sources"].append(company)
@@ -127,7 +127,7 @@ def _records(config: PipelineConfig, items: int, chain: bool) -> list[tuple[str,
     companies.append((config.topic_of(config.source("company")), "Y", b'{"id": "Y", "name": "Y"}'))
     named = [(f"A{n:03d}", "X") for n in range(CHAIN_BRANDS)] + [("B", "Y")]
     rows = [
-        (topic, b, json.dumps({"id": b, "name": f"brand {b}", "company": c}).encode())
+        (topic, b, json.dumps({"id": b, "name": f"brand {b}", "company_id": c}).encode())
         for b, c in named
     ]
     return companies + rows + items_of(config, "I", items, "A", CHAIN_BRANDS)

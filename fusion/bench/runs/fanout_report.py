@@ -40,8 +40,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"{report['date']}. Median of {report['runs']} runs, each beside its own floor (the "
         "items' enriched documents bulk-written from Python):",
         "",
-        "| items | brand record → last item enriched (s) | items/s (each run) | floor items/s "
-        "| fraction of the floor | ES requests per item | new keys/s alone → during the "
+        "| items | renamed row's record → last item enriched (s) | items/s (each run) "
+        "| floor items/s | fraction of the floor | ES requests per item | new keys/s alone → during the "
         "fan-out (fraction) | renamed alone: items/s (each run) |",
         "|---:|---:|---|---:|---:|---:|---|---|",
     ]
