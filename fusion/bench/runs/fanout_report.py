@@ -41,8 +41,8 @@ def markdown(report: dict[str, Any]) -> str:
         "items' enriched documents bulk-written from Python):",
         "",
         "| items | renamed row's record → last item enriched (s) | items/s (each run) "
-        "| floor items/s | fraction of the floor | ES requests per item | new keys/s alone → during the "
-        "fan-out (fraction) | renamed alone: items/s (each run) |",
+        "| floor items/s | fraction of the floor | ES requests per item "
+        "| new keys/s alone → during the fan-out (fraction) | renamed alone: items/s (each run) |",
         "|---:|---:|---|---:|---:|---:|---|---|",
     ]
     for size, found in report["sizes"].items():
