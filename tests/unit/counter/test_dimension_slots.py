@@ -3,6 +3,8 @@ version first, and counts its changes (pure; docs/dimensions.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fusion.core.events import IncompleteEvent, ReadyEvent, RefPart
 from fusion.counter.decisions import AckSeen, Decision, Now, Rules, decide, on_deadline
 from fusion.counter.key_state import KeyState
@@ -158,18 +160,18 @@ def test_a_key_the_counter_remembers_keeps_the_version_its_parts_and_changes_giv
 
 
 CHAIN = Rules(
-    sources=frozenset({"item", "brand", "brand.company"}),
-    required=frozenset({"item", "brand", "brand.company"}),
-    timeouts_ms={"item": None, "brand": None, "brand.company": None},
-    dimensions=frozenset({"brand", "brand.company"}),
+    sources=frozenset({"item", "brand", "brand/company"}),
+    required=frozenset({"item", "brand", "brand/company"}),
+    timeouts_ms={"item": None, "brand": None, "brand/company": None},
+    dimensions=frozenset({"brand", "brand/company"}),
 )
 
 
 def company(version: int, brand_version: int, ref: str, ref_version: int, digest: str) -> AckSeen:
-    """K's ``brand.company`` slot: item at ``version``, its brand at ``brand_version``, the
+    """K's ``brand/company`` slot: item at ``version``, its brand at ``brand_version``, the
     company ``ref`` that brand names at ``ref_version``."""
     return AckSeen(
-        source="brand.company", acked_at=NOW.iso, version=version, digest=digest,
+        source="brand/company", acked_at=NOW.iso, version=version, digest=digest,
         ref=ref, ref_version=ref_version, via=(brand_version,),
     )  # fmt: skip
 
@@ -180,16 +182,16 @@ def test_a_chains_slot_orders_by_the_item_then_the_brand_then_the_company() -> N
     assert state is not None and state.fired
     # Brand A moved to company D, written long before C's last change (version 3 < 7).
     moved = decide("K", state, [company(10, 60, "D", 3, "d3")], CHAIN, NOW)
-    assert _only(moved).refs["brand.company"] == RefPart(id="D", version=3, changes=2, via=(60,))
+    assert _only(moved).refs["brand/company"] == RefPart(id="D", version=3, changes=2, via=(60,))
     # A late rename of C, found through A as it was before the move: it changes nothing.
     late = decide("K", moved.state, [company(10, 50, "C", 9, "c9")], CHAIN, NOW)
     assert late.events == [] and late.state == moved.state
     # D renamed: the same brand version, a newer row.
     renamed = decide("K", moved.state, [company(10, 60, "D", 4, "d4")], CHAIN, NOW)
-    assert _only(renamed).refs["brand.company"] == RefPart(id="D", version=4, changes=3, via=(60,))
+    assert _only(renamed).refs["brand/company"] == RefPart(id="D", version=4, changes=3, via=(60,))
     # Kept in the state column, and read back the same.
     assert renamed.state is not None
-    entry = renamed.state.seen["brand.company"]
+    entry = renamed.state.seen["brand/company"]
     assert entry.via == (60,) and type(entry).from_list(entry.to_list()) == entry
 
 
@@ -206,3 +208,21 @@ def test_reconcile_asks_a_fired_key_once_more_and_nothing_else() -> None:
     # With a change in the same batch, one event as without the ask.
     both = decide("K", fired, [asked, slot(11, "A", 50)], RULES, LATER)
     assert [e.kind for e in both.events] == ["updated"]
+
+
+def test_a_key_waiting_for_a_chains_row_is_reported_naming_the_slot_and_the_id() -> None:
+    """Brand A names company C9, which is not there (or names none: a wrong type at that
+    level): the item waits, and its deadline event names the chain's slot and the id."""
+    timed = replace(CHAIN, timeouts_ms={"item": None, "brand": None, "brand/company": 5_000})
+    missing = AckSeen(source="brand/company", acked_at=NOW.iso, version=10, deleted=True,
+                      ref="C9", ref_version=0, via=(50,))  # fmt: skip
+    waiting = decide("K", None, [item(10), slot(10, "A", 50), missing], timed, NOW)
+    assert waiting.events == [] and waiting.register_timer is not None
+    (event,) = on_deadline("K", waiting.state, timed, LATER).events
+    assert isinstance(event, IncompleteEvent) and event.missing == ["brand/company"]
+    assert event.refs["brand/company"] == RefPart(id="C9", version=0, changes=0, via=(50,))
+    # A brand naming no company (null, or a field of the wrong type): no id to name.
+    none = replace(missing, ref=None)
+    waiting = decide("K", None, [item(10), slot(10, "A", 50), none], timed, NOW)
+    (event,) = on_deadline("K", waiting.state, timed, LATER).events
+    assert isinstance(event, IncompleteEvent) and event.refs["brand/company"].id is None
