@@ -133,8 +133,15 @@ def _check_names_apart(sources: Sequence[SourceConfig], references: Sequence[Ref
     it is read from must not be."""
     parts = {source.name for source in sources if not source.dimension}
     seen: dict[str, Reference] = {}
+    declared = {source.name: source.fields for source in sources}
     for reference in references:
         if reference.referrer not in parts:
+            if reference.name in declared[reference.referrer]:
+                raise ValueError(
+                    f"{reference.field}: the {reference.dimension} row goes in the "
+                    f"{reference.referrer} row under {reference.name!r}, which "
+                    f"{reference.referrer}.fields declares; name the reference otherwise"
+                )
             if key_spec(reference.text).path[0] == reference.name:
                 raise ValueError(
                     f"{reference.field} = {reference.text!r}: the {reference.dimension} row "

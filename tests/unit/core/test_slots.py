@@ -52,6 +52,13 @@ def test_a_dimensions_reference_cannot_take_the_place_of_its_own_field() -> None
     sources = _sources(item={"brand": "brand_id"}, brand={"company": "company"}, company={})
     with pytest.raises(ValueError, match="the company row goes in the brand row under 'company'"):
         references_of(sources)
+    brand = SourceConfig(
+        name="brand", dimension=True, fields={"company": "keyword"},
+        references={"company": "company_id"},
+    )  # fmt: skip
+    declared = [sources[0], brand, *sources[2:]]
+    with pytest.raises(ValueError, match=r"under 'company', which brand\.fields declares"):
+        references_of(declared)
     # Two dimensions may both name their company: each row nests its own.
     sources = _sources(
         item={"brand": "brand_id", "maker": {"dimension": "maker", "field": "maker_id"}},
