@@ -13,6 +13,24 @@ def test_its_pipeline_joins_items_with_their_brand() -> None:
     assert [r.field for r in config.references] == ["item.references.brand"]
 
 
+def test_its_chain_renames_a_company_that_a_hundred_brands_name() -> None:
+    import json
+
+    from fusion.bench.runs.fanout import CHAIN_BRANDS, _records
+    from fusion.bench.runs.fanout_steps import Renamed
+
+    config = fanout_config(Settings.load(env={}), "t", 500, chain=True)
+    assert config.slots == ("brand", "brand/company")
+    records = _records(config, 300, chain=True)
+    brands = [json.loads(v) for t, _, v in records if t == config.topic_of(config.source("brand"))]
+    assert len(brands) == CHAIN_BRANDS + 1 and {b["company_id"] for b in brands} == {"X", "Y"}
+    items = [json.loads(v) for t, _, v in records if t == config.topic_of(config.source("item"))]
+    assert len({item["brand"] for item in items}) == CHAIN_BRANDS
+    topic, key, value = Renamed(chain=True).record(config, "Zed")
+    assert (topic, key, json.loads(value)["name"]) == (f"{config.name}.company", "X", "Zed")
+    assert Renamed(chain=True).field == "brand.company.name.keyword"
+
+
 def test_the_report_is_the_median_run_beside_its_floor() -> None:
     runs = [
         {"items": 10_000, "seconds": s, "items_per_second": 10_000 / s,
