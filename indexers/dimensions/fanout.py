@@ -21,7 +21,7 @@ newer than what the counter has).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -127,7 +127,7 @@ def fan_out(spec: IndexSpec, raws: list[RawRecord]) -> tuple[list[Any], dict[str
         names.FANOUT_REQUESTS: len(raws),
         names.FANOUT_CONTINUED: len(pages.again),
         names.FANOUT_KEYS: len(pages.acks),
-        names.FANOUT_DONE: pages.worked - len(pages.again),
+        names.FANOUT_DONE: len(newest) - len(pages.again),
         names.FANOUT_DLQ: len(dead),
         names.ES_RETRIES: metrics.get(names.ES_RETRIES),
     }
@@ -136,16 +136,17 @@ def fan_out(spec: IndexSpec, raws: list[RawRecord]) -> tuple[list[Any], dict[str
 
 @dataclass(frozen=True)
 class Pages:
-    """What pages of fan-out requests made: their slot acks, and the requests that continue
-    after their page's last hit."""
+    """What pages of fan-out requests made: their slot acks, the requests that continue after
+    their page's last hit, and a chain's requests one hop nearer the keys."""
 
     acks: list[Ack]
     again: list[FanoutRequest]
-    worked: int = 0  # requests worked, a chain's nearer ones among them
+    nearer: list[FanoutRequest] = field(default_factory=list)
 
     def records(self, outputs: Outputs) -> list[Any]:
         """The requests that continue, on the fan-out topic, then the slot acks."""
-        return request_records(outputs.fanout, self.again) + ack_records(outputs.slots, self.acks)
+        requests = request_records(outputs.fanout, [*self.again, *self.nearer])
+        return requests + ack_records(outputs.slots, self.acks)
 
 
 def request_records(topic: str, requests: Iterable[FanoutRequest]) -> list[Any]:
@@ -161,15 +162,11 @@ def work_pages(
     A request's page is the documents naming its row at its hop: keys (the first hop), each
     given its slot acks; or, up a chain, rows of the dimension before, each a request of its
     own one hop nearer the keys (items naming brand 17, after brand 17 was found naming
-    company 3), worked in the same task: a page of each, as the next batch would.
+    company 3).
     """
-    acks: list[Ack] = []
-    again: list[FanoutRequest] = []
+    pages = Pages([], [])
     es, retry = spec.es(), spec.retry()
-    queue, worked = list(requests), 0
-    while queue:
-        request, where, size = queue.pop(0)
-        worked += 1
+    for request, where, size in requests:
         prefix = spec.slot(request.through)
         hop = len(prefix.hops) - 1 if request.hop is None else request.hop
         searched = Searched(
@@ -179,14 +176,13 @@ def work_pages(
         )
         hits, after = search_page(es, searched, request.after, retry, metrics, size)
         if hop == 0:
-            acks.extend(_slots(spec, prefix, request, hits, where, metrics))
+            pages.acks.extend(_slots(spec, prefix, request, hits, where, metrics))
         else:
-            # Worked on in this task, a page each: the next batch would do as much.
-            queue += [(nearer, where, size) for nearer in _nearer(request, hop - 1, hits)]
+            pages.nearer.extend(_nearer(request, hop - 1, hits))
         if after is not None:
             continued = {"after": after, "keys": request.keys + len(hits)}
-            again.append(request.model_copy(update=continued))
-    return Pages(acks, again, worked)
+            pages.again.append(request.model_copy(update=continued))
+    return pages
 
 
 @dataclass(frozen=True)

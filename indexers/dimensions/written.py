@@ -64,7 +64,7 @@ def first_pages(
     metrics.add(names.FANOUT_REQUESTS, worked)  # asked and worked at once: none pending
     metrics.add(names.FANOUT_CONTINUED, len(pages.again))
     metrics.add(names.FANOUT_KEYS, len(pages.acks))
-    metrics.add(names.FANOUT_DONE, worked + pages.worked - len(fits) - len(pages.again))
+    metrics.add(names.FANOUT_DONE, worked - len(pages.again))
     return pages.records(spec.outputs) + request_records(spec.outputs.fanout, left)
 
 

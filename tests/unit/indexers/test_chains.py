@@ -138,14 +138,17 @@ def _request(dimension: str, id: str, version: int, through: str, **refs: str) -
 def test_a_companys_change_reaches_the_items_of_each_brand_naming_it(tmp_path: Path) -> None:
     spec = _spec(_load(tmp_path, CHAIN), _Indexes(DOCS))
     assert spec.naming["company"] == ("brand/company",)
-    # The brands naming company C, then in the same task the items naming each: told of C
-    # at its new version, through B at 50.
-    worked = work_pages(spec, [_request("company", "C", 71, "brand/company")], Metrics())
-    assert _by_slot(worked.acks) == {
+    # First the brands naming company C, each a request one hop nearer the items.
+    first = work_pages(spec, [_request("company", "C", 71, "brand/company")], Metrics())
+    assert first.acks == []
+    ((nearer),) = first.nearer
+    assert (nearer.hop, nearer.row, nearer.between) == (0, "B", [50])
+    # Then the items naming brand B: each told of C at its new version, through B at 50.
+    second = work_pages(spec, [(nearer, ("cat.fanout", 0, 2), 100)], Metrics())
+    assert _by_slot(second.acks) == {
         ("7", "brand/company"): (10, (50,), "C", 71, False),
         ("8", "brand/company"): (11, (50,), "C", 71, False),
     }
-    assert worked.worked == 2 and worked.again == []  # C's request, then B's one hop nearer
 
 
 def test_a_brand_moved_to_another_company_tells_its_items_of_both_rows(tmp_path: Path) -> None:
