@@ -29,5 +29,6 @@ if TYPE_CHECKING:
     from indexers.spec import Referrer as Referrer
     from indexers.spec import index_spec as index_spec
     from indexers.task import IndexPartition as IndexPartition
+    from indexers.task import document_acks as document_acks
 
 __getattr__, __dir__, __all__ = attach(__name__, __file__)

@@ -200,7 +200,7 @@ def index_records(
     if this.order_by is not None:
         acks = children.child_acks(source, written.confirmed, now_utc())
     else:
-        acks = list(_acks(source, written.confirmed))
+        acks = list(document_acks(source, written.confirmed))
     acked = len(acks)  # a dimension's are fan-outs (below); children ack their parents
     out = dead_letter_records(spec.outputs.dlq, dead, spec.outputs.message_limit)
     if this.slots:
@@ -260,7 +260,8 @@ def with_refs(record: SourceRecord, references: Sequence[Reference]) -> SourceRe
     return replace(record, refs=stored_refs(references_in(record.doc, references)))
 
 
-def _acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:
+def document_acks(source: str, confirmed: list[Confirmed[SourceRecord]]) -> Iterable[Ack]:
+    """An ack per document of ``source`` Elasticsearch confirmed (reconcile gives them too)."""
     acked_at = now_utc()
     for item in confirmed:
         topic, partition, offset = item.record.where

@@ -43,7 +43,7 @@ from fusion.ops.reconcile_slice import (
     stale_arrays,
 )
 from fusion.spark import Job, TaskOutput, column
-from indexers import SourceRecord, row_of
+from indexers import SourceRecord, document_acks, row_of
 from indexers.dimensions import Row, RowId, follow, lookup_rows, slot_acks, walk, wanted_rows
 
 if TYPE_CHECKING:
@@ -173,14 +173,7 @@ def _acks(
 ) -> list[Ack]:
     """A stale key's acks: its parts' and slots' as the indexer gives them, then the ask."""
     at = now_utc()
-    out = [
-        Ack(
-            key=key, source=name, index=item.index, doc_id=key, seq_no=item.seq_no,
-            primary_term=item.primary_term, version=item.version, topic=STAGE, partition=0,
-            offset=0, acked_at=at, digest=item.record.digest, deleted=item.record.deleted,
-        )
-        for name, item in sorted(parts.items())
-    ]  # fmt: skip
+    out = [ack for name, item in sorted(parts.items()) for ack in document_acks(name, [item])]
     for name, item in sorted(parts.items()):
         starting = [slot for slot in spec.slots if slot.referrer == name]
         out += slot_acks(spec.indexes, starting, [item], rows, at)

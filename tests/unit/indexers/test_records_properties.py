@@ -31,7 +31,7 @@ from indexers.records import (
     latest_per_key,
     parse,
 )
-from indexers.task import _acks
+from indexers.task import document_acks
 from tests.strategies import DOCUMENT, ENCODING, KEY_FIELD, RAW_VALUE, encoded
 
 MAX_BYTES = 64 * 1024
@@ -64,7 +64,7 @@ def _whole_path(
     if not parsed.deleted:
         assert content_digest(record_content(stored)) == parsed.digest
     confirmed = Confirmed(parsed, "billing-index", 3, 1, parsed.version)
-    (ack,) = ack_records("fusion.acks", _acks("billing", [confirmed]))
+    (ack,) = ack_records("fusion.acks", document_acks("billing", [confirmed]))
     assert json.loads(ack[2])["key"] == parsed.key
     return parsed
 
