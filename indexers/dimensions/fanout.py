@@ -125,7 +125,7 @@ def fan_out(spec: IndexSpec, raws: list[RawRecord]) -> tuple[list[Any], dict[str
     out += pages.records(spec.outputs)
     counts = {
         names.FANOUT_REQUESTS: len(raws),
-        names.FANOUT_CONTINUED: len(pages.again),
+        names.FANOUT_CONTINUED: len(pages.again) + len(pages.nearer),
         names.FANOUT_KEYS: len(pages.acks),
         names.FANOUT_DONE: len(newest) - len(pages.again),
         names.FANOUT_DLQ: len(dead),
