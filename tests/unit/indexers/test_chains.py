@@ -14,9 +14,8 @@ from fusion.elastic.bulk import Confirmed
 from fusion.observe import names
 from fusion.observe.metrics import Metrics
 from indexers.dimensions.chains import written_slot_acks
-from indexers.dimensions.fanout import requests_for, work_pages
-from indexers.dimensions.written import first_pages
-from indexers.records import SourceRecord
+from indexers.dimensions.fanout import fan_out, requests_for, work_pages
+from indexers.records import RawRecord, SourceRecord
 from indexers.spec import IndexSpec, index_spec
 from tests.unit.core.test_config_dimensions import _load
 
@@ -153,22 +152,19 @@ def test_a_companys_change_reaches_the_items_of_each_brand_naming_it(tmp_path: P
     }
 
 
-def test_a_companys_own_task_finds_its_brands_and_asks_the_topic_for_their_items(
+def test_the_brands_found_up_a_chain_count_as_fan_outs_pending_in_status(
     tmp_path: Path,
 ) -> None:
     spec = _spec(_load(tmp_path, CHAIN), _Indexes(DOCS))
-    company = SourceRecord("C", {}, "company", 0, 70, b"", "d")
-    metrics = Metrics()
+    request, _, _ = _request("company", "C", 71, "brand/company")
 
-    out = first_pages(spec, "company", [Confirmed(company, "cat-company", 1, 1, 71)], metrics)
+    out, counts = fan_out(spec, [RawRecord(request.to_bytes(), "cat.fanout", 0, 5)])
 
-    # One batch sooner: the brands naming C are found here, no request for C itself.
-    asked = [FanoutRequest.from_bytes(v) for t, _, v in out if t == spec.outputs.fanout]
-    assert [(r.id, r.hop, r.row, r.between) for r in asked] == [("C", 0, "B", [50])]
-    assert [t for t, _, _ in out] == [spec.outputs.fanout]  # no key is told yet
-    # The brand's request is made, not read: one fan-out pending in `fusion status`.
-    made = metrics.get(names.FANOUT_ASKED) + metrics.get(names.FANOUT_CONTINUED)
-    assert made - metrics.get(names.FANOUT_REQUESTS) == 1
+    assert [FanoutRequest.from_bytes(v).row for t, _, v in out if t == spec.outputs.fanout] == [
+        "B"
+    ]
+    # Read one, made one: brand B's request waits on the topic, one pending.
+    assert counts[names.FANOUT_REQUESTS] == 1 and counts[names.FANOUT_CONTINUED] == 1
 
 
 def test_a_brand_moved_to_another_company_tells_its_items_of_both_rows(tmp_path: Path) -> None:
