@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 
 def bench_burst_command(args: argparse.Namespace, settings: Settings) -> int:
-    from fusion.bench import report as report_files
     from fusion.bench.runs import burst as bench
+    from fusion.bench.runs import burst_report as report_files
 
     options = _burst_options(args)
     _servers_answer(settings)
@@ -211,7 +211,7 @@ def print_bench(text: str, paths: tuple[Path, ...]) -> int:
 def bench_scale_command(args: argparse.Namespace, settings: Settings) -> int:
     from datetime import datetime
 
-    from fusion.bench import report as report_files
+    from fusion.bench.runs import burst_report as report_files
     from fusion.bench.runs import scale
 
     _servers_answer(settings)

@@ -12,8 +12,8 @@ import json
 import math
 from pathlib import Path
 
-from fusion.bench import report as report_files
 from fusion.bench.runs import burst as bench
+from fusion.bench.runs import burst_report as report_files
 from fusion.core.settings import Settings
 from tests.integration.es_proxy import CountingProxy
 

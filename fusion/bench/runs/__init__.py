@@ -9,6 +9,7 @@ from fusion.core.surface import attach
 
 if TYPE_CHECKING:
     from fusion.bench.runs import burst as burst
+    from fusion.bench.runs import burst_report as burst_report
     from fusion.bench.runs import fanout as fanout
     from fusion.bench.runs import fanout_report as fanout_report
     from fusion.bench.runs import formats as formats

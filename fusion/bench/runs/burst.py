@@ -39,6 +39,7 @@ from fusion.bench import (
     PipelineProcess,
     bench_config,
     build_dataset,
+    cpu_snapshot,
     git_commit,
     machine,
     median_counter_run,
@@ -47,6 +48,7 @@ from fusion.bench import (
     rounded,
     run_counter_only,
     run_floor,
+    server_pids,
 )
 from fusion.core import CounterEngineName, PipelineConfig, Settings, now_iso
 from fusion.elastic import client as es_client
@@ -80,6 +82,9 @@ class ModeResult:
     driver_jvm_peak_mb: int | None = None
     ratio_to_floor: float | None = None
     counters: dict[str, int] = field(default_factory=dict)
+    # CPU seconds each part spent on the measured burst, from its first record sent until every
+    # query had read all it was sent (:func:`fusion.bench.cpu_snapshot`: the harness's own too).
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def run_mode(
@@ -104,8 +109,11 @@ def run_mode(
     only = "naive" if mode == "naive" else None
     with PipelineProcess(config, workdir, only=only) as run:
         run.wait_started()
+        assert run.process is not None
+        servers = server_pids(config)
         enriched = 0
         for wave in waves:
+            cpu_before = cpu_snapshot(run.process.pid, servers)
             first_send, last_send = produce_timed(config, wave, rate)
             enriched += len(wave.expected)
             while _count(es, config.enriched_index) < enriched:
@@ -118,6 +126,8 @@ def run_mode(
         while lag.behind(config, stages) > 0:
             run.check()
             time.sleep(0.5)
+        cpu_after = cpu_snapshot(run.process.pid, servers)
+        cpu = {k: round(v - cpu_before.get(k, 0.0), 2) for k, v in cpu_after.items()}
         summary = run.stop()
     counts: dict[str, int] = summary["counters"]
     enriched_at = {
@@ -150,6 +160,7 @@ def run_mode(
         driver_python_peak_mb=figures.driver_peak_mb("python"),
         driver_jvm_peak_mb=figures.driver_peak_mb("jvm"),
         counters=counts,
+        cpu_seconds=cpu,
     )
 
 

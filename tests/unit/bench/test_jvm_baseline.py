@@ -6,7 +6,7 @@ from typing import Any
 
 from fusion.bench.baselines import median_counter_run
 from fusion.bench.jvm_baseline import fraction, rates
-from fusion.bench.report import markdown
+from fusion.bench.runs.burst_report import markdown
 
 
 def test_the_baselines_first_batch_that_read_rows_is_the_cold_one() -> None:

@@ -63,7 +63,7 @@ def test_a_set_option_the_pipeline_refuses_is_one_line_naming_it(pair: str, says
 
 
 def test_a_burst_takes_set_too_and_its_report_names_it() -> None:
-    from fusion.bench import report as report_files
+    from fusion.bench.runs import burst_report as report_files
 
     argv = ["bench", "burst", "--modes", "batched", "--set", "topic_partitions=2"]
     args = parser.build().parse_args(argv)
