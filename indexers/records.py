@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusion.core import AVRO_FORMATS, RESERVED_FIELD, DeadLetter, SourceFormat, key_spec
+from fusion.core import AVRO_FORMATS, RESERVED_FIELD, DeadLetter, SourceFormat, codec, key_spec
 from indexers.avro import NotAvro, Schemas, decode
 from indexers.changes import NotAChange, change_of
 from indexers.keys import InvalidKey, key_of
@@ -128,7 +128,7 @@ def _with_own(original: bytes, kept: Mapping[str, Any]) -> bytes:
     """
     body = original.rstrip()[:-1].rstrip()
     comma = b"" if body.endswith(b"{") else b","
-    own = json.dumps({RESERVED_FIELD: kept}, separators=(",", ":")).encode()[1:]
+    own = codec.dumps({RESERVED_FIELD: kept})[1:]
     return body + comma + own
 
 
@@ -177,9 +177,10 @@ def parse(
     if len(raw.value) > max_bytes:
         return dead(f"record of {len(raw.value)} bytes exceeds the {max_bytes}-byte limit")
     try:
-        doc = (
-            decode(raw.value, schemas) if schemas and fmt in AVRO_FORMATS else json.loads(raw.value)
-        )
+        if schemas and fmt in AVRO_FORMATS:
+            doc = decode(raw.value, schemas)
+        else:
+            doc = codec.loads(raw.value)
     except NotAvro as exc:
         return dead(str(exc))
     except (ValueError, RecursionError) as exc:
@@ -217,7 +218,9 @@ def parse(
         )  # fmt: skip
     try:
         digest = content_digest(doc)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError as exc:  # parsed (orjson goes 1,024 levels deep), too deep to write
+        return dead(f"nested too deep: {_first_line(exc)}", key_text)
+    except ValueError as exc:
         # A string with an unpaired surrogate ("\ud800") parses, but is no Unicode text:
         # neither Elasticsearch nor the ack could carry it.
         return dead(f"not valid Unicode text: {_first_line(exc)}", key_text)
@@ -254,5 +257,4 @@ def latest_per_key(records: Iterable[SourceRecord]) -> list[SourceRecord]:
 
 def content_digest(doc: dict[str, Any]) -> str:
     """A short hash of a document's content, independent of key order and whitespace."""
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return hashlib.sha256(codec.canonical(doc)).hexdigest()[:16]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from fusion.core.surface import attach
 
 if TYPE_CHECKING:
+    from fusion.core import codec as codec
     from fusion.core import faults as faults
     from fusion.core.config import RESERVED_FIELD as RESERVED_FIELD
     from fusion.core.config import STORED_KEY as STORED_KEY

@@ -8,12 +8,13 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from fusion.core import codec
 
 Stage = Literal["indexer", "counter", "enricher"]
 
@@ -66,7 +67,7 @@ def now_iso() -> str:
 
 def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON, the encoding of every Fusion event."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return codec.dumps(value)
 
 
 class DeadLetter(BaseModel):

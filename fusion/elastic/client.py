@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import orjson
 from elasticsearch import ApiError, Elasticsearch
 from elasticsearch import TransportError as ESTransportError
+from elasticsearch.serializer import JsonSerializer, NdjsonSerializer
 
 from fusion.core import (
     CredentialsError,
     ElasticsearchSettings,
     ServiceUnavailableError,
     TlsTrustError,
+    codec,
 )
 
 if TYPE_CHECKING:
     pass
 
 
+class _Json(JsonSerializer):
+    """The client's JSON through :mod:`fusion.core.codec`: parsing the answers of ``_mget``
+    and ``_bulk`` was a sixth of a Python worker's time with the standard library."""
+
+    def json_loads(self, data: bytes) -> Any:
+        return codec.loads(data)
+
+    def json_dumps(self, data: Any) -> bytes:
+        try:
+            return orjson.dumps(data, default=self.default)
+        except TypeError:
+            return super().json_dumps(data)
+
+
+class _Ndjson(NdjsonSerializer, _Json):
+    """A bulk body's lines, each through :class:`_Json`."""
+
+
 def connect(settings: ElasticsearchSettings) -> Elasticsearch:
-    return Elasticsearch(**settings.as_client_options())
+    # The compatibility mode's media types take these too (the client maps them over).
+    serializers = {_Json.mimetype: _Json(), _Ndjson.mimetype: _Ndjson()}
+    return Elasticsearch(**settings.as_client_options(), serializers=serializers)
 
 
 def check(settings: ElasticsearchSettings) -> str:
