@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from elastic_transport import ApiResponseMeta
+from elasticsearch import ApiError
 
-from fusion.elastic.bulk import Target, WriteResult, _settle
+from fusion.elastic.bulk import Target, WriteResult, _settle, write_documents
 from fusion.elastic.errors import IndexAccessError, IndexGoneError
 from fusion.elastic.retry import mget_docs
 
@@ -65,3 +68,57 @@ def test_mget_of_a_missing_index_is_fatal_not_a_recovering_shard() -> None:
         mget_docs(response)
 
     assert "index p-lab does not exist" in str(raised.value)
+
+
+class _Bulk:
+    """A ``_bulk`` endpoint: reads the NDJSON body as Elasticsearch does, refuses key "bad"."""
+
+    def __init__(self, refuse: Exception | None = None) -> None:
+        self.bodies: list[list[Any]] = []
+        self.refuse = refuse
+
+    def bulk(self, *, operations: bytes, refresh: str) -> dict[str, Any]:
+        assert refresh == "wait_for" and operations.endswith(b"\n")
+        lines = [json.loads(line) for line in operations.splitlines()]
+        self.bodies.append(lines)
+        if self.refuse is not None:
+            raise self.refuse
+        items, at = [], 0
+        while at < len(lines):
+            ((op, meta),) = lines[at].items()
+            at += 1 if op == "delete" else 2
+            status = 400 if meta["_id"] == "bad" else 201
+            items.append({op: {"_id": meta["_id"], "status": status, "_version": 7}})
+        return {"items": items}
+
+
+def test_a_bulk_body_holds_each_action_and_its_source_as_they_were_in_chunks() -> None:
+    docs = [Doc(key=k, source={"n": 2**70}, version=5) for k in ("a", "bad", "c")]
+    es = _Bulk()
+
+    result = write_documents(es, Target("p-billing", "indexer", "billing", 2), docs)  # type: ignore[arg-type]
+
+    assert [len(b) for b in es.bodies] == [4, 2]  # two actions a request, each with its source
+    assert es.bodies[0][:2] == [
+        {
+            "index": {
+                "_index": "p-billing",
+                "_id": "a",
+                "version": 5,
+                "version_type": "external_gte",
+            }
+        },
+        {"n": 2**70},
+    ]
+    assert [c.record.key for c in result.confirmed] == ["a", "c"]
+    assert [d.key for d in result.dead] == ["bad"] and result.requests == 2
+
+
+def test_a_bulk_request_refused_whole_fails_each_of_its_actions() -> None:
+    too_large = ApiError("request too large", ApiResponseMeta(413, "1.1", {}, 0.1, None), {})  # type: ignore[arg-type]
+    es = _Bulk(refuse=too_large)
+
+    result = write_documents(es, TARGET, [Doc(key="a"), Doc(key="b")])  # type: ignore[arg-type]
+
+    assert [d.key for d in result.dead] == ["a", "b"]
+    assert all("413" in d.reason or "too large" in d.reason for d in result.dead)

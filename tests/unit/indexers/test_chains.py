@@ -160,9 +160,7 @@ def test_the_brands_found_up_a_chain_count_as_fan_outs_pending_in_status(
 
     out, counts = fan_out(spec, [RawRecord(request.to_bytes(), "cat.fanout", 0, 5)])
 
-    assert [FanoutRequest.from_bytes(v).row for t, _, v in out if t == spec.outputs.fanout] == [
-        "B"
-    ]
+    assert [FanoutRequest.from_bytes(v).row for t, _, v in out if t == spec.outputs.fanout] == ["B"]
     # Read one, made one: brand B's request waits on the topic, one pending.
     assert counts[names.FANOUT_REQUESTS] == 1 and counts[names.FANOUT_CONTINUED] == 1
 

@@ -96,15 +96,18 @@ def test_bulk_actions_use_the_key_as_id_the_offset_as_version_and_leave_records_
     actions = list(bulk_actions("hc-billing", [parsed]))
 
     assert actions == [
-        {
-            "_op_type": "index",
-            "_index": "hc-billing",
-            "_id": "T-9",
-            "_source": b'{"txn_id": "T-9", "x": 1}',
-            # Same version on a replay rewrites; an older record can never win.
-            "version": parsed.offset + 1,
-            "version_type": "external_gte",
-        }
+        (
+            {
+                "index": {
+                    "_index": "hc-billing",
+                    "_id": "T-9",
+                    # Same version on a replay rewrites; an older record can never win.
+                    "version": parsed.offset + 1,
+                    "version_type": "external_gte",
+                }
+            },
+            b'{"txn_id": "T-9", "x": 1}',
+        )
     ]
     assert parsed.doc == {"txn_id": "T-9", "x": 1}
 

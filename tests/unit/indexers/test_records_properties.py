@@ -55,11 +55,11 @@ def _whole_path(
         assert len(records) == 1 and json.loads(records[0][2])["offset"] == 41
         return parsed
     assert isinstance(parsed, SourceRecord)
-    (action,) = bulk_actions("billing-index", latest_per_key([parsed]))
-    assert isinstance(action["_source"], bytes) and action["_id"] == parsed.key
+    ((action, source),) = bulk_actions("billing-index", latest_per_key([parsed]))
+    assert isinstance(source, bytes) and action["index"]["_id"] == parsed.key
     # What Elasticsearch stores keeps the record's Kafka timestamp, and is the record's
     # content besides: the digest of what a later read finds is the record's own.
-    stored = json.loads(action["_source"])
+    stored = json.loads(source)
     assert stored[RESERVED_FIELD]["ts"] == TIMESTAMP_MS
     if not parsed.deleted:
         assert content_digest(record_content(stored)) == parsed.digest
