@@ -21,19 +21,21 @@ parsed document (which Elasticsearch must see, and refuse, as it came).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
 # orjson reads an integer beyond 64 bits as a float, silently: a run of 19 digits goes to
 # the standard library, which keeps it whole (a long float's digits go too, read the same).
-_LONG_NUMBER = re.compile(rb"\d{19}")
+# Found by mapping each digit to 9 and anything else to a space: a sixteenth of a regular
+# expression's time, which was more than orjson's parse itself.
+_DIGITS = bytes(ord("9") if chr(b).isdigit() and b < 128 else ord(" ") for b in range(256))
+_LONG_NUMBER = b"9" * 19
 
 
 def loads(data: bytes) -> Any:
     """Parse JSON; what orjson refuses, as the standard library reads it (or its error)."""
-    if _LONG_NUMBER.search(data):
+    if _LONG_NUMBER in data.translate(_DIGITS):
         return json.loads(data)
     try:
         return orjson.loads(data)
