@@ -28,6 +28,7 @@ from rich.markup import escape
 
 from fusion import pipeline
 from fusion.bench import GenOptions, build_dataset, produce
+from fusion.bench.runs import drained
 from fusion.cli.terminal import Tracker
 from fusion.core import ConfigError, ExitCode, PipelineConfig
 from fusion.elastic import client as es_client
@@ -75,8 +76,7 @@ def run_demo(options: DemoOptions, endpoints: Endpoints, out: Console, err: Cons
         f"produced {total:,} records for {options.keys:,} keys: "
         f"{len(dataset.expected):,} complete, {len(dataset.missing):,} missing one source"
     )
-    metrics = Metrics()
-    want = len(dataset.expected)
+    metrics, want, begun = Metrics(), len(dataset.expected), time.time()
     with Live(console=err, refresh_per_second=2, transient=err.is_terminal) as live:
         hooks = pipeline.Hooks(
             done=lambda m: Figures(m.counts()).enriched >= want,
@@ -87,7 +87,7 @@ def run_demo(options: DemoOptions, endpoints: Endpoints, out: Console, err: Cons
     if not err.is_terminal:
         err.file.write("\n")  # the status line's last frame ends without one
     wall = time.monotonic() - started
-    return _report(config, metrics, want, len(dataset.missing), wall, out)
+    return _report(config, metrics, want, len(dataset.missing), (wall, begun), out)
 
 
 def start_afresh(config: PipelineConfig, reset: bool) -> None:
@@ -119,34 +119,32 @@ def _made_by_demo(es: Elasticsearch, config: PipelineConfig) -> bool:
 
 
 def _report(
-    config: PipelineConfig, metrics: Metrics, want: int, incomplete: int, wall: float, out: Console
+    config: PipelineConfig,
+    metrics: Metrics,
+    want: int,
+    incomplete: int,
+    times: tuple[float, float],  # the demo's wall time; when its pipeline started (epoch s)
+    out: Console,
 ) -> int:
     result = pipeline.summary(metrics)
     enriched = result["enriched"]
     out.print(f"\n[bold]keys enriched[/]            {enriched:,} of {want:,} complete keys")
-    out.print(
-        f"[bold]incomplete keys waiting[/]  {result['pending_keys'] + result['incomplete']:,} "
-        f"(generated {incomplete:,})"
-    )
+    waiting = result["pending_keys"] + result["incomplete"]
+    out.print(f"[bold]incomplete keys waiting[/]  {waiting:,} (generated {incomplete:,})")
     requests = f"{result['es_requests']:,} requests, lookup mode {config.pipeline.lookup}"
     out.print(f"[bold]ES lookups per key[/]       {result['es_requests_per_key']} ({requests})")
     out.print(f"[bold]dead letters[/]             {result['dead_letters']:,}")
-    out.print(f"[bold]wall time[/]                {wall:.1f} s")
+    out.print(f"[bold]wall time[/]                {times[0]:.1f} s")
     es = es_client.connect(config.elasticsearch)
-    es.indices.refresh(index=config.enriched_index)
+    out.print(f"[bold]the pipeline's backlog[/]   {drained(es, config, times[1])}")
     sample = es.search(index=config.enriched_index, size=1, sort=[{config.key_field: "asc"}])
-    hits = sample["hits"]["hits"]
-    if hits:
+    if hits := sample["hits"]["hits"]:
         _print_document(config, hits[0]["_source"], out)
-    spark = spark_session(config)
-    report = status.build(config, status.gather(spark, config))
+    report = status.build(config, status.gather(spark_session(config), config))
     out.print("\n[bold]fusion status[/]")
     out.print(escape(status.render(report)), soft_wrap=True)
-    out.print(
-        f"\nmore: curl -s '{config.elasticsearch.shown_url}/{config.enriched_index}"
-        "/_search?pretty'",
-        soft_wrap=True,
-    )
+    more = f"{config.elasticsearch.shown_url}/{config.enriched_index}/_search?pretty"
+    out.print(f"\nmore: curl -s '{more}'", soft_wrap=True)
     return ExitCode.OK if enriched >= want else ExitCode.QUERY_FAILED
 
 

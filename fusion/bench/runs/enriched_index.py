@@ -6,9 +6,10 @@ pipeline's key field counts a wave's enriched documents and finds its last.
 
 from __future__ import annotations
 
+import statistics
 from datetime import datetime
 
-from elasticsearch import Elasticsearch
+from elasticsearch import Elasticsearch, helpers
 
 from fusion.core import PipelineConfig
 
@@ -29,3 +30,31 @@ def last_enriched(es: Elasticsearch, config: PipelineConfig, prefix: str) -> flo
         query={"prefix": {config.key_field: f"{prefix}-"}},
     )["hits"]["hits"]  # fmt: skip
     return datetime.fromisoformat(hits[0]["_source"]["fusion"]["enriched_at"]).timestamp()
+
+
+def enriched_times(
+    es: Elasticsearch, config: PipelineConfig
+) -> dict[str, tuple[float, float | None]]:
+    """Each enriched key's write, and its last record's Kafka timestamp as Fusion stored it
+    (epoch s; None where none is stored)."""
+    es.indices.refresh(index=config.enriched_index)
+    times = {}
+    wanted = ["fusion.enriched_at", "fusion.last_record_at"]
+    for hit in helpers.scan(es, index=config.enriched_index, _source=wanted, size=5000):
+        own = hit["_source"]["fusion"]
+        recorded = own.get("last_record_at")
+        times[hit["_id"]] = (
+            datetime.fromisoformat(own["enriched_at"]).timestamp(),
+            None if recorded is None else datetime.fromisoformat(recorded).timestamp(),
+        )
+    return times
+
+
+def drained(es: Elasticsearch, config: PipelineConfig, since: float) -> str:
+    """How a backlog drained from ``since`` (epoch s): its first key enriched, half, all."""
+    written = sorted(at - since for at, _ in enriched_times(es, config).values())
+    if not written:
+        return "no key enriched"
+    median = statistics.median_low(written)
+    first, last = written[0], written[-1]
+    return f"first key {first:.1f} s after the start, half {median:.1f} s, all {last:.1f} s"
