@@ -149,9 +149,8 @@ def _send(es: Elasticsearch, target: Target, pending: dict[str, D], result: Writ
         raise Transient(last_error)
 
 
-MAX_CHUNK_BYTES = (
-    50 * 1024 * 1024
-)  # a bulk request's body at the most (http.max_content_length: 100 MB)
+# A bulk request's body at the most (Elasticsearch's http.max_content_length: 100 MB).
+MAX_CHUNK_BYTES = 50 * 1024 * 1024
 
 
 @dataclass
@@ -191,8 +190,8 @@ def _outcomes(
 ) -> list[tuple[bool, dict[str, Any]]]:
     """Each action's outcome: whether it was done, and its item of the answer. A refusal of
     the whole request (an ApiError: 413, 429, a 5xx) is every action's."""
+    body = b"".join(chunk.lines)  # the client sends bytes as they are
     try:
-        body = b"".join(chunk.lines)  # the client sends bytes as they are
         answer = es.bulk(operations=body, refresh=refresh)  # type: ignore[arg-type]
     except ApiError as exc:
         failed = {"error": str(exc), "status": exc.status_code, "exception": exc}

@@ -33,3 +33,19 @@ def test_an_unreachable_server_is_named_without_its_password() -> None:
 
     assert "s3cr3t-pw" not in str(refused.value)
     assert "fusion:***@127.0.0.1" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "mimetype",
+    ["application/json", "application/vnd.elasticsearch+json; compatible-with=8",
+     "application/vnd.elasticsearch+x-ndjson; compatible-with=8"],
+)  # fmt: skip
+def test_the_clients_answers_keep_an_integer_beyond_64_bits_whole(mimetype: str) -> None:
+    """A source document holding 2**70 comes back from _mget as 2**70, not as a float."""
+    es = es_client.connect(ElasticsearchSettings())
+    serializer = es.transport.serializers.get_serializer(mimetype)
+
+    answer = serializer.loads(b'{"n": 1180591620717411303424, "x": [1.5e300, "\\u00e9"]}')
+
+    assert answer in ({"n": 2**70, "x": [1.5e300, "é"]}, [{"n": 2**70, "x": [1.5e300, "é"]}])
+    assert type((answer if isinstance(answer, dict) else answer[0])["n"]) is int
