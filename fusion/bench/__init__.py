@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from fusion.bench.hops import TopicFollower as TopicFollower
     from fusion.bench.hops import TopicTimes as TopicTimes
     from fusion.bench.hops import hop_summary as hop_summary
+    from fusion.bench.hops import read_since as read_since
+    from fusion.bench.hops import topic_ends as topic_ends
     from fusion.bench.jvm_memory import DIRECT as DIRECT
     from fusion.bench.jvm_memory import DRIVER_OPTIONS as DRIVER_OPTIONS
     from fusion.bench.jvm_memory import HEAP as HEAP

@@ -11,7 +11,10 @@ A key crosses three hops, each ending in a record on a topic of its own:
 
 Every timestamp is the record's own Kafka timestamp (the producer's create
 time), read as a ``read_committed`` consumer reads it. :class:`TopicTimes`
-reads the four kinds of topics in a thread while the benchmark runs.
+reads the four kinds of topics once a step has drained (:func:`read_since`),
+from where they ended when it began: nothing of the benchmark reads records
+while the pipeline works on them. :class:`TopicFollower` is the soak's live
+reader (it watches for repeated fires as they happen).
 """
 
 from __future__ import annotations
@@ -77,32 +80,33 @@ class TopicFollower:
         raise NotImplementedError
 
 
-class TopicTimes(TopicFollower):
-    """Reads the source, ack, ready and enriched topics in a thread: each record's timestamp.
+class TopicTimes:
+    """When each key's first record reached the source, ack, ready and enriched topics.
 
     Only the first record of each key (and source) counts: a replayed or
     duplicated record does not move a key's times.
     """
 
     def __init__(self, config: PipelineConfig) -> None:
+        self.config = config
         self._sources = config.source_of_topic
-        topics = [*self._sources, config.acks_topic, config.ready_topic, config.enriched_topic]
-        super().__init__(config, topics, "topic-times")
+        self.topics = [*self._sources, config.acks_topic, config.ready_topic,
+                       config.enriched_topic]  # fmt: skip
         self._source: dict[tuple[str, str], float] = {}
         self._ack: dict[tuple[str, str], float] = {}
         self._ready: dict[str, float] = {}
+        self._enriched: dict[str, float] = {}
 
     def of(self, key: str) -> KeyTimes:
-        with self._lock:
-            names = self._sources.values()
-            return KeyTimes(
-                {s: self._source[(key, s)] for s in names if (key, s) in self._source},
-                {s: self._ack[(key, s)] for s in names if (key, s) in self._ack},
-                self._ready.get(key),
-                self._enriched.get(key),
-            )
+        names = self._sources.values()
+        return KeyTimes(
+            {s: self._source[(key, s)] for s in names if (key, s) in self._source},
+            {s: self._ack[(key, s)] for s in names if (key, s) in self._ack},
+            self._ready.get(key),
+            self._enriched.get(key),
+        )
 
-    def _note(self, message: Any) -> None:
+    def note(self, message: Any) -> None:
         config = self.config
         topic, key = message.topic(), message.key().decode()
         stamp = message.timestamp()[1] / 1000
@@ -117,6 +121,49 @@ class TopicTimes(TopicFollower):
                 self._ready.setdefault(key, stamp)
         elif topic == config.enriched_topic:
             self._enriched.setdefault(key, stamp)
+
+
+def topic_ends(config: PipelineConfig, topics: list[str]) -> list[TopicPartition]:
+    """Each partition of ``topics`` at its end now: where the next record written goes."""
+    consumer = kafka_client.consumer(config.kafka, f"bench-ends-{uuid.uuid4().hex}")
+    try:
+        listed = consumer.list_topics(timeout=30).topics
+        return [
+            TopicPartition(topic, p, consumer.get_watermark_offsets(
+                TopicPartition(topic, p), timeout=10)[1])
+            for topic in topics
+            for p in listed[topic].partitions
+        ]  # fmt: skip
+    finally:
+        consumer.close()
+
+
+def read_since(config: PipelineConfig, starts: list[TopicPartition], times: TopicTimes) -> None:
+    """Note in ``times`` every committed keyed record from ``starts`` to the partitions' ends
+    as they are now (the pipeline has drained: no transaction is left open)."""
+    consumer = kafka_client.consumer(config.kafka, f"bench-read-{uuid.uuid4().hex}")
+    try:
+        ends = {
+            (tp.topic, tp.partition): consumer.get_watermark_offsets(tp, timeout=10)[1]
+            for tp in starts
+        }
+        unread = [tp for tp in starts if tp.offset < ends[(tp.topic, tp.partition)]]
+        left = {(tp.topic, tp.partition) for tp in unread}
+        consumer.assign(unread)
+        idle = 0
+        # A transaction's commit marker takes the last offset and is never delivered: a
+        # partition is done once its position reaches the end, or after 3 s of nothing.
+        while left and idle < 6:
+            messages = consumer.consume(num_messages=10_000, timeout=0.5)
+            idle = 0 if messages else idle + 1
+            for message in messages:
+                if message.error() is None and message.key() is not None:
+                    times.note(message)
+            for tp in consumer.position([TopicPartition(t, p) for t, p in left]):
+                if tp.offset >= ends[(tp.topic, tp.partition)]:
+                    left.discard((tp.topic, tp.partition))
+    finally:
+        consumer.close()
 
 
 def follow(

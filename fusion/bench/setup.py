@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -57,10 +58,15 @@ def bench_config(settings: Settings, mode: Mode, options: BenchOptions, tag: str
 
 
 def produce_timed(
-    config: PipelineConfig, dataset: Dataset, rate: float, due: float | None = None
+    config: PipelineConfig,
+    dataset: Dataset,
+    rate: float,
+    due: float | None = None,
+    stop: threading.Event | None = None,
 ) -> tuple[float, dict[str, float]]:
     """Send at ``rate`` per second if set, the first record ``due`` (epoch s; late: catch
-    up) if given; return when the first was due and each key's last send time."""
+    up) if given, until every record is sent or ``stop`` is set; return when the first was
+    due and each key's last send time."""
     publisher = Publisher(config.kafka, {"linger.ms": 5, "batch.num.messages": 10_000})
     last_send: dict[str, float] = {}
     first = time.time() if due is None else due
@@ -68,6 +74,8 @@ def produce_timed(
     every = max(1, min(100, int(rate / 50)))
     for sent, (topic, key, value) in enumerate(dataset.records):
         if rate and sent % every == 0:  # ahead of schedule: wait for it
+            if stop is not None and stop.is_set():
+                break
             ahead = first + sent / rate - time.time()
             if ahead > 0:
                 time.sleep(ahead)

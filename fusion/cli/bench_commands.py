@@ -256,6 +256,7 @@ def _sustain_options(args: argparse.Namespace, pipeline: Sequence[str] = ()) -> 
         at_rates=at_rates,
         at_floor=at_floor,
         warmup_seconds=args.warmup_seconds,
+        search=not args.no_search,
         pipeline=_pipeline_set(pipeline),
     )
 

@@ -226,12 +226,11 @@ def _set(parser: argparse.ArgumentParser) -> None:
 
 def _sustain_steps(parser: argparse.ArgumentParser) -> None:
     steps = parser.add_argument_group("sustained load")
-    steps.add_argument(
-        "--step-seconds", type=float, default=60.0, help="seconds per rate step (60)"
-    )
+    steps.add_argument("--step-seconds", type=float, default=60.0, help="seconds a step (60)")
     steps.add_argument("--start-rate", type=float, default=100.0, help="first rate, keys/s (100)")
+    steps.add_argument("--max-rate", type=float, default=5000.0, help="highest rate tried (5,000)")
     steps.add_argument(
-        "--max-rate", type=float, default=5000.0, help="highest rate tried, keys/s (5,000)"
+        "--no-search", action="store_true", help="no search: only the steps --at and --at-floor ask"
     )
     steps.add_argument(
         "--slo",

@@ -165,6 +165,12 @@ class PipelineSection(BaseModel):
     # Large micro-batches under a backlog: the counter pays its state round trips
     # once per key and batch, so fewer, larger batches cost less.
     max_offsets_per_trigger: int = Field(default=100_000, ge=1)
+    # A quiet stream's batches: with this set, a query starts a batch once it has this many
+    # new records or, with fewer, once max_trigger_delay has passed since its last batch
+    # (Spark's minOffsetsPerTrigger and maxTriggerDelay). Fewer, fuller batches cost fewer
+    # cores; a record waits up to the delay (docs/benchmark.md, cores in proportion).
+    min_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    max_trigger_delay: PositiveDuration = 1.0
     # Elasticsearch's refresh interval on the source indexes: an indexer task's
     # bulk write waits for the next refresh (refresh=wait_for) before it acks,
     # so this bounds the index hop; each refresh costs Elasticsearch CPU (at 50 ms

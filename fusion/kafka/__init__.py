@@ -1,4 +1,4 @@
-"""Kafka: clients, topics, exactly-once output, batch markers, lag.
+"""Kafka: clients, topics, exactly-once output, batch markers, lag, what Spark reads.
 
 What other packages import from here: the names below, each imported when first
 used (:mod:`fusion.core.surface`)."""
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from fusion.kafka.producer import Publisher as Publisher
     from fusion.kafka.retry import classify as classify
     from fusion.kafka.retry import retry_kafka as retry_kafka
+    from fusion.kafka.stream_source import spark_source_options as spark_source_options
     from fusion.kafka.topics import delete_groups as delete_groups
     from fusion.kafka.topics import delete_topics as delete_topics
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from fusion.core import PipelineConfig
-from fusion.kafka import Marker, MarkersGoneError, replay_unmarked
+from fusion.kafka import Marker, MarkersGoneError, replay_unmarked, spark_source_options
 from fusion.observe import REPLAY_ALERT
 from fusion.spark import resume, tasks
 from fusion.spark.checkpoint import (
@@ -45,18 +45,7 @@ def read_kafka(
     One Spark partition per Kafka partition (no ``minPartitions``): the tasks'
     transactional ids are derived from the Kafka partition they read.
     """
-    options = config.kafka.as_spark_options() | {
-        "subscribe": ",".join(topics),
-        "startingOffsets": starting or "earliest",
-        "kafka.isolation.level": "read_committed",
-        "kafka.fetch.max.wait.ms": "5",
-        "maxOffsetsPerTrigger": str(config.pipeline.max_offsets_per_trigger),
-        "failOnDataLoss": "false",
-        # A broker restart must not fail the query: keep asking for offsets, once a
-        # second, for as long as the stages retry Elasticsearch.
-        "fetchOffset.numRetries": str(int(config.pipeline.retry_budget_seconds)),
-        "fetchOffset.retryIntervalMs": "1000",
-    }
+    options = spark_source_options(config, topics, starting)
     return spark.readStream.format("kafka").options(**options).load()
 
 

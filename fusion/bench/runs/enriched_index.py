@@ -33,14 +33,16 @@ def last_enriched(es: Elasticsearch, config: PipelineConfig, prefix: str) -> flo
 
 
 def enriched_times(
-    es: Elasticsearch, config: PipelineConfig
+    es: Elasticsearch, config: PipelineConfig, prefix: str | None = None
 ) -> dict[str, tuple[float, float | None]]:
     """Each enriched key's write, and its last record's Kafka timestamp as Fusion stored it
-    (epoch s; None where none is stored)."""
+    (epoch s; None where none is stored): of every key, or of the keys ``<prefix>-…``."""
     es.indices.refresh(index=config.enriched_index)
     times = {}
     wanted = ["fusion.enriched_at", "fusion.last_record_at"]
-    for hit in helpers.scan(es, index=config.enriched_index, _source=wanted, size=5000):
+    query = {"query": {"prefix": {config.key_field: f"{prefix}-"}}} if prefix else None
+    scan = helpers.scan(es, query, index=config.enriched_index, _source=wanted, size=5000)
+    for hit in scan:
         own = hit["_source"]["fusion"]
         recorded = own.get("last_record_at")
         times[hit["_id"]] = (

@@ -8,17 +8,26 @@ enriched one) straight from Python into the same Elasticsearch, no Kafka and
 no Spark (:func:`fusion.bench.baselines.run_floor`), before the pipeline
 starts and again once it has stopped, and reports every rate also as a
 fraction of it. Pure but for :func:`measure`.
+
+The floor is measured under the same load generator as the steps: while
+Python bulk-indexes, the benchmark's producer sends keys to the pipeline's
+source topics at the floor's own rate (that of an untimed measurement just
+before), so the producer's cores count against the floor as they count
+against the pipeline. The pipeline is not running then; its topics are
+deleted before it starts.
 """
 
 from __future__ import annotations
 
 import statistics
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.bench import GenOptions, build_dataset, run_floor
+from fusion.bench import GenOptions, build_dataset, produce_timed, run_floor
 from fusion.core import PipelineConfig, Settings
+from fusion.kafka import topics
 
 # Keys per floor measurement: 100,000 documents at N = 4, a few seconds here; enough
 # that the bulk's own start is no part of the rate.
@@ -46,11 +55,29 @@ def shown(keys_per_second: float) -> float:
     return round(keys_per_second, 1)
 
 
-def measure(settings: Settings, config: PipelineConfig, keys: int = FLOOR_KEYS) -> float:
-    """Keys/s at which this machine bulk-indexes ``keys`` keys' N + 1 documents from Python."""
+def measure(
+    settings: Settings, config: PipelineConfig, keys: int = FLOOR_KEYS, generator: float = 0
+) -> float:
+    """Keys/s at which this machine bulk-indexes ``keys`` keys' N + 1 documents from Python;
+    with ``generator`` > 0, while the load generator sends keys at that rate (keys/s)."""
     options = GenOptions(keys=keys, duplicate_rate=0, missing_rate=0, key_prefix="F")
     rows = as_rows(config)
-    return keys / run_floor(settings, build_dataset(rows, options), rows)
+    indexed = build_dataset(rows, options)
+    if generator <= 0:
+        return keys / run_floor(settings, indexed, rows)
+    # More keys than the floor's: the generator still sends when the bulk ends.
+    sent = build_dataset(config, GenOptions(keys=keys * 2, duplicate_rate=0, missing_rate=0,
+                                            key_prefix="G"))  # fmt: skip
+    topics.ensure_topics(config)
+    stop = threading.Event()
+    rate = generator * len(config.sources)
+    producer = threading.Thread(target=produce_timed, args=(config, sent, rate, None, stop))
+    producer.start()
+    try:
+        return keys / run_floor(settings, indexed, rows)
+    finally:
+        stop.set()
+        producer.join()
 
 
 def as_rows(config: PipelineConfig) -> PipelineConfig:
@@ -78,6 +105,7 @@ def with_fractions(report: dict[str, Any], floor: Floor) -> dict[str, Any]:
         "keys_per_second_after": shown(floor.after),
         "keys_per_second": shown(floor.keys_per_second),
         "keys": floor.keys,
+        "beside_generator": True,
     }
     for name in ("search", "at_fraction", "at_rates"):
         out[name] = [_fractioned(step, floor) for step in report.get(name, [])]

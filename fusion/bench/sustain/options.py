@@ -24,6 +24,8 @@ class SustainOptions:
     # Steps at these fractions of the floor, reported apart (the "p50 at 10 %").
     at_floor: tuple[float, ...] = (0.1,)
     floor_keys: int = FLOOR_KEYS  # keys per floor measurement
+    # False: no search for the highest rates, only the steps at_rates and at_floor ask for.
+    search: bool = True
     warmup_seconds: float = 120.0  # the JVM compiles Spark's hot code for minutes
     format: SourceFormat = "json"  # "debezium": each record a change event of its row
     # [pipeline] options the benchmark's pipeline takes from the command line (--set), e.g. a

@@ -29,7 +29,8 @@ def markdown(report: dict[str, Any]) -> str:
     if floor is not None:
         lines += [
             f"The floor (this machine bulk-indexing each key's {report['sources'] + 1} documents "
-            f"from Python, {floor['keys']:,} keys): {floor['keys_per_second']:,.0f} keys/s "
+            f"from Python, {floor['keys']:,} keys{_beside(floor)}): "
+            f"{floor['keys_per_second']:,.0f} keys/s "
             f"({floor['keys_per_second_before']:,.0f} before the pipeline, "
             f"{floor['keys_per_second_after']:,.0f} after). Rates below are also fractions of it.",
             "",
@@ -73,6 +74,11 @@ def _steps(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     rows = [("search", s) for s in report["search"]]
     rows += [(f"{s['fraction']:.0%}", s) for s in report["at_fraction"] if s["fraction"] < 1]
     return rows + [(_fixed(s), s) for s in report.get("at_rates", [])]
+
+
+def _beside(floor: dict[str, Any]) -> str:
+    """How the floor shared the machine: beside the load generator (at the floor's own rate)."""
+    return ", beside the load generator at its rate" if floor.get("beside_generator") else ""
 
 
 def cores_table(report: dict[str, Any]) -> list[str]:

@@ -10,8 +10,9 @@ second of each other. For each key the latency is
 and each hop's latency (source record → ack, last ack → ready event, ready
 event → enriched record) comes from the records' own Kafka timestamps
 (:mod:`fusion.bench.hops`). The enriched record goes out once Elasticsearch
-has the enriched document; the benchmark reads the topics as any
-``read_committed`` consumer would.
+has the enriched document. The benchmark reads the topics, as any
+``read_committed`` consumer would, once a step has drained: no consumer of
+its own competes with the pipeline for the cores (:mod:`.step`).
 
 Whether a step keeps up, and whether it is sustained (keeps up with its p99
 within ``--slo``), is :func:`fusion.bench.meter.judge`'s. The search doubles
@@ -41,7 +42,6 @@ from fusion.bench import (
     Objective,
     PipelineProcess,
     Step,
-    TopicTimes,
     bench_config,
     git_commit,
     machine,
@@ -64,21 +64,22 @@ def run_sustain(
     tag = uuid.uuid4().hex[:6]
     bench = BenchOptions(1, options.sources, format=options.format, pipeline=options.pipeline)
     config = bench_config(settings, "batched", bench, f"s{tag}")
-    on_step("the floor, before (bulk from Python)")
+    on_step("the floor, before (bulk from Python, beside the load generator)")
     # Untimed first: a cold node's JIT would make the floor, and so every fraction, flatter.
-    sustain_floor.measure(settings, config, max(1, options.floor_keys // 4))
-    before = sustain_floor.measure(settings, config, options.floor_keys)
+    # Its rate paces the generator beside the measured floor.
+    alone = sustain_floor.measure(settings, config, max(1, options.floor_keys // 4))
+    before = sustain_floor.measure(settings, config, options.floor_keys, generator=alone)
     teardown.delete_all(config)
     pipeline.prepare(config)
     workdir = Path(tempfile.mkdtemp(prefix="fusion-sustain-"))
     objective = Objective(slo=options.slo)
     try:
-        with PipelineProcess(config, workdir) as run, TopicTimes(config) as times:
+        with PipelineProcess(config, workdir) as run:
             run.wait_started()
-            meter = StepMeter(config, options, run, times, objective)
+            meter = StepMeter(config, options, run, objective)
             on_step("warming up")
             meter.step(options.start_rate, seconds=options.warmup_seconds)
-            search = _search(meter, options, on_step)
+            search = _search(meter, options, on_step) if options.search else []
             best = _highest(search, lambda s: s.sustained)
             fractions = _at_fractions(meter, best, on_step)
             fixed = _at_rates(meter, options, before, on_step)
@@ -86,7 +87,10 @@ def run_sustain(
     finally:
         teardown.delete_all(config)
     on_step("the floor, after")
-    after = sustain_floor.measure(settings, config, options.floor_keys)
+    try:
+        after = sustain_floor.measure(settings, config, options.floor_keys, generator=before)
+    finally:
+        teardown.delete_all(config)
     report = {
         "kind": "sustain",
         "sources": options.sources,

@@ -3,6 +3,13 @@
 :func:`steady_dataset` makes a step's keys; :class:`StepMeter` sends them at
 the step's rate, samples the backlog meanwhile, waits for every key to be
 enriched and judges the step (:func:`fusion.bench.meter.judge`).
+
+Nothing reads the pipeline's records while it works on them. Once a step has
+drained, a key's latency is taken from what the pipeline wrote: from its last
+source record's Kafka timestamp, as the enriched document stores it
+(``fusion.last_record_at``), to its enriched record's on the enriched topic
+(written once Elasticsearch has the document). The hops come from the same
+read of the topics (:func:`fusion.bench.hops.read_since`).
 """
 
 from __future__ import annotations
@@ -28,10 +35,14 @@ from fusion.bench import (
     hop_summary,
     judge,
     produce_timed,
+    read_since,
     server_pids,
+    topic_ends,
 )
+from fusion.bench.runs import enriched_of, enriched_times
 from fusion.bench.sustain.options import SustainOptions
 from fusion.core import PipelineConfig
+from fusion.elastic import client as es_client
 from fusion.kafka import lag
 from fusion.observe import Figures, names
 from fusion.topology import reads, topology_of
@@ -67,13 +78,12 @@ class StepMeter:
         config: PipelineConfig,
         options: SustainOptions,
         run: PipelineProcess,
-        times: TopicTimes,
         objective: Objective,
     ) -> None:
         self.config = config
         self.options = options
         self.run = run
-        self.times = times
+        self.es = es_client.connect(config.elasticsearch)
         self.objective = objective
         self.stages = reads(topology_of(config).select())
         self.count = 0
@@ -82,26 +92,32 @@ class StepMeter:
     def step(self, rate: float, seconds: float | None = None) -> Step:
         seconds = seconds or self.options.step_seconds
         self.count += 1
-        data = steady_dataset(self.config, rate, seconds, self.options.seed + self.count,
-                              f"S{self.count}")  # fmt: skip
+        prefix = f"S{self.count}"
+        data = steady_dataset(self.config, rate, seconds, self.options.seed + self.count, prefix)
         keys = list(data.expected)
         before = self._counts()
+        times = TopicTimes(self.config)
+        starts = topic_ends(self.config, times.topics)
         samples: list[tuple[float, int]] = []
         sampling = threading.Event()
         sampler = threading.Thread(target=self._sample, args=(samples, sampling), daemon=True)
         sampler.start()
         cpu = self._cpu()
         first, last_send = produce_timed(self.config, data, rate * self.options.sources)
-        sent = Sent(rate, keys, first, time.time() - first, last_send)
-        cores = cores_between(cpu, self._cpu(), sent.seconds)
+        elapsed = time.time() - first
+        cores = cores_between(cpu, self._cpu(), elapsed)
         sampling.set()
         sampler.join(timeout=30)
-        drained, found = self._drain(keys)
+        drained, deadline = self._drain(prefix, len(keys))
         after = self._counts()
         lookups, enriched = (
             a - b for a, b in zip(_requests(after), _requests(before), strict=True)
         )
-        hops = hop_summary(self.times.of(key) for key in keys)
+        read_since(self.config, starts, times)
+        stored = enriched_times(self.es, self.config, prefix)
+        found = {k: at for k in keys if (at := times.of(k).enriched) is not None and at <= deadline}
+        sent = Sent(rate, keys, first, elapsed, last_send | _last_records(stored))
+        hops = hop_summary(times.of(key) for key in keys)
         seen = Seen(found, samples, drained, lookups, enriched, hops, per_batch(before, after),
                     cores)  # fmt: skip
         return judge(sent, seen, self.options.sources, self.objective)
@@ -114,34 +130,31 @@ class StepMeter:
         while not done.wait(SAMPLE_SECONDS):
             samples.append((time.time(), lag.behind(self.config, self.stages)))
 
-    def _drain(self, keys: list[str]) -> tuple[float, dict[str, float]]:
-        """Wait until every key is enriched and every query committed its input."""
+    def _drain(self, prefix: str, keys: int) -> tuple[float, float]:
+        """Wait until every key is enriched and every query committed its input: how long
+        that took, and until when (epoch s) a key enriched counts as within the drain time."""
         started = time.monotonic()
-        deadline = started + self.options.drain_seconds
-        while True:
+        deadline = time.time() + self.options.drain_seconds
+        while time.time() <= deadline:
             self.run.check()
-            if self._caught_up(keys):
-                # Read after the check: a key enriched in between counts.
-                return time.monotonic() - started, self.times.enriched(keys)
-            found = self.times.enriched(keys)
-            if time.monotonic() > deadline:
-                break
+            if self._caught_up(prefix, keys):
+                return time.monotonic() - started, deadline
             time.sleep(0.5)
         # Not drained in time: let it finish anyway (up to 10 min), so the next
         # step starts from an empty pipeline; this step counts as not keeping up.
         give_up = time.monotonic() + 600
-        while not self._caught_up(keys):
+        while not self._caught_up(prefix, keys):
             self.run.check()
             if time.monotonic() > give_up:
                 raise SustainError(
                     f"the pipeline did not catch up within 10 min after a step at "
-                    f"{len(keys)} keys; fix: lower --start-rate or --max-rate"
+                    f"{keys} keys; fix: lower --start-rate or --max-rate"
                 )
             time.sleep(1)
-        return self.options.drain_seconds, found  # keys found within the drain time
+        return self.options.drain_seconds, deadline
 
-    def _caught_up(self, keys: list[str]) -> bool:
-        enriched = len(self.times.enriched(keys)) == len(keys)
+    def _caught_up(self, prefix: str, keys: int) -> bool:
+        enriched = enriched_of(self.es, self.config, prefix) == keys
         return enriched and lag.behind(self.config, self.stages) == 0
 
     def _counts(self) -> dict[str, int]:
@@ -158,6 +171,11 @@ class StepMeter:
 
 
 BATCHES = "batches"
+
+
+def _last_records(stored: dict[str, tuple[float, float | None]]) -> dict[str, float]:
+    """Each key's last source record's Kafka timestamp, as its enriched document stores it."""
+    return {key: last for key, (_, last) in stored.items() if last is not None}
 
 
 def _requests(counts: dict[str, int]) -> tuple[int, int]:
