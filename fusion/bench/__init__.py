@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from fusion.bench.setup import BenchOptions as BenchOptions
     from fusion.bench.setup import Mode as Mode
     from fusion.bench.setup import bench_config as bench_config
+    from fusion.bench.setup import generating as generating
     from fusion.bench.setup import produce_timed as produce_timed
 
 __getattr__, __dir__, __all__ = attach(__name__, __file__)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 from fusion.bench.generator import Dataset
 from fusion.core import PipelineConfig, Settings, SourceFormat
-from fusion.kafka import Publisher
+from fusion.kafka import Publisher, delete_topics, topics
 
 Mode = Literal["naive", "counted", "batched"]
 MODES: tuple[Mode, ...] = ("naive", "counted", "batched")
@@ -83,3 +85,21 @@ def produce_timed(
         last_send[key] = time.time()
     publisher.flush()
     return first, last_send
+
+
+@contextlib.contextmanager
+def generating(config: PipelineConfig, dataset: Dataset, rate: float) -> Iterator[None]:
+    """The load generator sending ``dataset`` to ``config``'s source topics at ``rate``
+    records/s (0: all at once) while the block runs, as it does to a pipeline: a floor
+    measured in the block pays the generator's cores as the pipeline does. No pipeline reads
+    the topics; they are deleted after."""
+    topics.ensure_topics(config)
+    stop = threading.Event()
+    sender = threading.Thread(target=produce_timed, args=(config, dataset, rate, None, stop))
+    sender.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        sender.join()
+        delete_topics(config, config.all_topics())

@@ -8,6 +8,13 @@ from typing import Any
 from fusion.bench import PART_NAMES, set_lines, write_files
 
 
+def _beside(report: dict[str, Any]) -> str:
+    """How the floor shared the machine (reports before the change say nothing)."""
+    return (
+        ", beside the generator sending the records" if report.get("floor_beside_generator") else ""
+    )
+
+
 def markdown(report: dict[str, Any]) -> str:
     n, k = report["sources"], report["keys"]
     pace = f"produced at {report['rate']:,.0f} records/s" if report.get("rate") else "burst"
@@ -20,7 +27,8 @@ def markdown(report: dict[str, Any]) -> str:
     machine = report["machine"]
     lines = [
         f"{k:,} keys x {n} sources ({pace}), floor {report['floor_seconds']:.2f} s "
-        f"(N·K + K documents bulk-indexed from Python), {machine['cores']} cores",
+        f"(N·K + K documents bulk-indexed from Python{_beside(report)}), "
+        f"{machine['cores']} cores",
         "",
         f"{report.get('date', '?')}, commit {report.get('commit') or '?'}, "
         f"Spark master {report.get('spark_master', '?')}, median of {report['runs']} run(s); "

@@ -11,8 +11,9 @@ dimension, docs/dimensions.md). Per size and run:
    of brand B warms it up (not measured); then a wave of ``ordinary`` new
    items of brand B alone (measured: new keys enriched per second without a
    fan-out); then brand A is renamed (one record) together with a second such
-   wave. Measured: the time from that record to the last item's enriched
-   document with the new name, the items re-enriched per second (and as a
+   wave. Measured: the time from that record in Kafka (its timestamp, as the
+   brand's source document keeps it) to the last item's enriched document
+   with the new name, the items re-enriched per second (and as a
    fraction of the floor), the Elasticsearch requests per item (the fan-out's
    searches and the enricher's lookups, from that run's counts), and the
    second wave's new keys per second as a fraction of the first's: what the
@@ -69,6 +70,7 @@ from fusion.bench.runs.fanout_steps import (
     brand,
     items_of,
     rename_alone,
+    renamed_at,
     warmed,
     wave,
     with_name,
@@ -194,11 +196,11 @@ def rename(
         unnamed = (brands, "Z", brand("Z", "Zed"))
         wave(es, send, config, "W", max(1, ordinary // 5), run.check, (unnamed,))
         alone = wave(es, send, config, "N", ordinary, run.check)
-        sent = time.time()
         rename_a = renamed.record(config, "Rotunda")
         during = wave(es, send, config, "D", ordinary, run.check, also=(rename_a,))
         until(lambda: with_name(es, renaming, "Rotunda") >= items, run.check)
         last = last_enriched(es, config, "I")
+        sent = renamed_at(es, renaming)
         until(lambda: lag.behind(config, reads(topology_of(config).select())) == 0,
                run.check)  # fmt: skip
         assert run.process is not None

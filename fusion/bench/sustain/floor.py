@@ -13,21 +13,18 @@ The floor is measured under the same load generator as the steps: while
 Python bulk-indexes, the benchmark's producer sends keys to the pipeline's
 source topics at the floor's own rate (that of an untimed measurement just
 before), so the producer's cores count against the floor as they count
-against the pipeline. The pipeline is not running then; its topics are
-deleted before it starts.
+against the pipeline (:func:`fusion.bench.setup.generating`).
 """
 
 from __future__ import annotations
 
 import statistics
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.bench import GenOptions, build_dataset, produce_timed, run_floor
+from fusion.bench import GenOptions, build_dataset, generating, run_floor
 from fusion.core import PipelineConfig, Settings
-from fusion.kafka import topics
 
 # Keys per floor measurement: 100,000 documents at N = 4, a few seconds here; enough
 # that the bulk's own start is no part of the rate.
@@ -68,16 +65,8 @@ def measure(
     # More keys than the floor's: the generator still sends when the bulk ends.
     sent = build_dataset(config, GenOptions(keys=keys * 2, duplicate_rate=0, missing_rate=0,
                                             key_prefix="G"))  # fmt: skip
-    topics.ensure_topics(config)
-    stop = threading.Event()
-    rate = generator * len(config.sources)
-    producer = threading.Thread(target=produce_timed, args=(config, sent, rate, None, stop))
-    producer.start()
-    try:
+    with generating(config, sent, generator * len(config.sources)):
         return keys / run_floor(settings, indexed, rows)
-    finally:
-        stop.set()
-        producer.join()
 
 
 def as_rows(config: PipelineConfig) -> PipelineConfig:

@@ -21,3 +21,11 @@ def test_the_report_gives_each_parts_cpu_a_record_and_the_harnesss_own() -> None
     # 4,000 records: 0.6 s of the Python workers is 150 µs a record.
     assert "Python workers 0.60 s (150 µs)" in text and "Spark JVM 2.00 s (500 µs)" in text
     assert "the benchmark (producer, timing) 0.20 s (50 µs)" in text and "machine 3.50 s" in text
+
+
+def test_the_report_says_its_floor_was_measured_beside_the_generator_when_it_was() -> None:
+    beside = markdown(_report() | {"modes": [], "floor_beside_generator": True})
+    before = markdown(_report() | {"modes": []})
+
+    assert "bulk-indexed from Python, beside the generator sending the records)" in beside
+    assert "beside the generator" not in before
