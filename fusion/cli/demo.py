@@ -136,7 +136,8 @@ def _report(
     out.print(f"[bold]dead letters[/]             {result['dead_letters']:,}")
     out.print(f"[bold]wall time[/]                {times[0]:.1f} s")
     es = es_client.connect(config.elasticsearch)
-    out.print(f"[bold]the pipeline's backlog[/]   {drained(es, config, times[1])}")
+    first = Figures(metrics.counts()).first_batch_at(*topology_of(config).default) or times[1]
+    out.print(f"[bold]the pipeline's backlog[/]   {drained(es, config, first)}")
     sample = es.search(index=config.enriched_index, size=1, sort=[{config.key_field: "asc"}])
     if hits := sample["hits"]["hits"]:
         _print_document(config, hits[0]["_source"], out)

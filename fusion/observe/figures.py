@@ -192,6 +192,12 @@ class Figures:
         """Rows and seconds of the query's first batch that read rows (a cold JVM's)."""
         return self._get(names.first_input(query)), self._get(names.first_busy_ms(query)) / 1000
 
+    def first_batch_at(self, *queries: str) -> float | None:
+        """When the first batch that read rows of any of ``queries`` started (epoch s), if one
+        did: where a backlog's drain begins, past the process's and the queries' start."""
+        started = [self._get(names.first_batch_at_ms(query)) for query in queries]
+        return min((ms / 1000 for ms in started if ms), default=None)
+
     @property
     def es_retries(self) -> int:
         return self._get(names.ES_RETRIES)

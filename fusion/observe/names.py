@@ -145,6 +145,11 @@ def first_busy_ms(query: str) -> str:
     return f"first_busy_ms.{query}"
 
 
+def first_batch_at_ms(query: str) -> str:
+    """When the query's first batch that read rows started (epoch ms, Spark's trigger time)."""
+    return f"first_batch_at_ms.{query}"
+
+
 def state_updated(query: str) -> str:
     return f"state.{query}.updated"
 

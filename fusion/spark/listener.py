@@ -19,6 +19,7 @@ here asks the JVM for the report's JSON once.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
@@ -90,6 +91,9 @@ class ProgressListener(StreamingQueryListener):
                 # JIT); the benchmark reports the rate without it as well.
                 metrics.set(names.first_input(query), rows)
                 metrics.set(names.first_busy_ms(query), int(busy))
+                if stamp := progress.get("timestamp"):  # when the batch's trigger fired
+                    started = datetime.fromisoformat(stamp).timestamp()
+                    metrics.set(names.first_batch_at_ms(query), round(started * 1000))
         operators = progress.get("stateOperators") or []
         if operators:
             metrics.add(names.state_updated(query), sum(op["numRowsUpdated"] for op in operators))

@@ -62,7 +62,7 @@ def test_the_demo_fits_on_one_screen_with_no_warning_and_no_stack_trace(
     assert "Spark's log: " in text
     # How the backlog drained: the first key before half of them, half before all.
     drain = re.search(
-        r"first key ([\d.]+) s after the start, half ([\d.]+) s, all ([\d.]+) s", text
+        r"first key ([\d.]+) s after the first batch started, half ([\d.]+) s, all ([\d.]+) s", text
     )
     assert drain and 0 < float(drain[1]) <= float(drain[2]) <= float(drain[3]), text
     # Run again: the pipeline is the demo's own, so it starts afresh without --reset.

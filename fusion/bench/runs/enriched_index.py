@@ -53,10 +53,14 @@ def enriched_times(
 
 
 def drained(es: Elasticsearch, config: PipelineConfig, since: float) -> str:
-    """How a backlog drained from ``since`` (epoch s): its first key enriched, half, all."""
+    """How a backlog drained from ``since`` (epoch s; the pipeline's first batch's start):
+    its first key enriched, half, all."""
     written = sorted(at - since for at, _ in enriched_times(es, config).values())
     if not written:
         return "no key enriched"
     median = statistics.median_low(written)
     first, last = written[0], written[-1]
-    return f"first key {first:.1f} s after the start, half {median:.1f} s, all {last:.1f} s"
+    return (
+        f"first key {first:.1f} s after the first batch started, half {median:.1f} s, "
+        f"all {last:.1f} s"
+    )

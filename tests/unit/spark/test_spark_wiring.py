@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from fusion.core.settings import SparkSettings, local_task_slots
+from fusion.observe import Figures
 from fusion.observe.metrics import Metrics
 from fusion.spark.listener import ProgressListener
 from fusion.spark.queries import is_local
@@ -55,6 +56,7 @@ def test_a_progress_report_is_counted_from_its_json() -> None:
     listener.pipelines["clinic-"] = metrics
     report = {
         "name": "clinic-counter",
+        "timestamp": "2026-11-29T11:18:52.123Z",
         "numInputRows": 12,
         "durationMs": {"triggerExecution": 340, "addBatch": 300, "queryPlanning": 25},
         "stateOperators": [
@@ -65,13 +67,19 @@ def test_a_progress_report_is_counted_from_its_json() -> None:
     listener.on_progress(report)
     listener.on_progress({"name": "other-counter", "numInputRows": 99})
     listener.on_progress({"name": "clinic-counter", "numInputRows": 0, "stateOperators": []})
+    later = {"timestamp": "2026-11-29T11:18:53.000Z", "durationMs": {"triggerExecution": 9}}
+    listener.on_progress(report | later)
 
-    assert metrics.get("input.counter") == 12
-    assert metrics.get("busy_ms.counter") == 340
-    # Where that batch's time went, phase by phase; one batch that read rows.
+    assert metrics.get("input.counter") == 24
+    # The first batch that read rows: when it started, what it read, how long it took.
+    assert Figures(metrics.counts()).first_batch_at("counter") == 1_795_951_132.123
+    assert Figures(metrics.counts()).first_batch("counter") == (12, 0.34)
+    assert Figures(metrics.counts()).first_batch_at("single") is None
+    assert metrics.get("busy_ms.counter") == 349
+    # Where the first batch's time went, phase by phase; two batches that read rows.
     assert metrics.get("phase_ms.counter.addBatch") == 300
     assert metrics.get("phase_ms.counter.queryPlanning") == 25
     assert metrics.get("phase_ms.counter.triggerExecution") == 0
-    assert metrics.get("batches.counter") == 1
-    assert metrics.get("state.counter.updated") == 6
+    assert metrics.get("batches.counter") == 2
+    assert metrics.get("state.counter.updated") == 12
     assert metrics.get("state.counter.rows") == 42
