@@ -50,6 +50,18 @@ def local_task_slots() -> int:
     return max(8, 4 * (os.cpu_count() or 1))
 
 
+def local_state_partitions() -> int:
+    """The counter's state partitions by default: one per two cores, at least one.
+
+    Each state partition is a task a batch runs (the shuffle read, the keyed state's
+    commit, the enrichment's lookup and write, a Kafka transaction): on two cores one
+    partition ran a steady batch in 365 ms against 407 ms with two and 466-508 ms with
+    four, and a burst into a fresh process in 9.5 s against 11.0 and 11.5 s
+    (docs/benchmark.md, cores in proportion to the load).
+    """
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
 class SparkSettings(BaseModel):
     """The SparkSession every Fusion query runs in."""
 
@@ -61,7 +73,9 @@ class SparkSettings(BaseModel):
     # and Kafka's commit, so local mode runs more task threads than cores.
     master: str = Field(default_factory=lambda: f"local[{local_task_slots()},4]")
     app_name: str = "fusion"
-    shuffle_partitions: int = Field(default=4, ge=1)
+    # The counter's state partitions; fixed once a query has a checkpoint (Spark keeps
+    # the number it started with). On a cluster: about the cores the executors have.
+    shuffle_partitions: int = Field(default_factory=local_state_partitions, ge=1)
     ui_enabled: bool = False
     # The driver's JVM maps the archive of Spark's classes that `fusion infra fetch`
     # builds (fusion.infra.spark.class_archive): a third less CPU at each start.

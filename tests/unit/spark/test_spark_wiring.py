@@ -83,3 +83,14 @@ def test_a_progress_report_is_counted_from_its_json() -> None:
     assert metrics.get("batches.counter") == 2
     assert metrics.get("state.counter.updated") == 12
     assert metrics.get("state.counter.rows") == 42
+
+
+@pytest.mark.parametrize(("cores", "partitions"), [(1, 1), (2, 1), (3, 1), (8, 4), (None, 1)])
+def test_the_counters_state_takes_one_partition_per_two_cores_by_default(
+    monkeypatch: pytest.MonkeyPatch, cores: int | None, partitions: int
+) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+
+    assert SparkSettings().shuffle_partitions == partitions
+    conf = SparkSettings().as_spark_conf([])
+    assert conf["spark.sql.shuffle.partitions"] == str(partitions)
