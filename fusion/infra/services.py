@@ -52,6 +52,17 @@ class Server(Protocol):  # what the launcher needs of a local server
     process: ManagedProcess
 
 
+def _freed(port: int, seconds: float = 15.0) -> bool:
+    """Whether ``port`` frees within ``seconds``: a server stopped a moment ago (its process
+    gone) was once seen to hold its port a little longer."""
+    deadline = time.monotonic() + seconds
+    while not port_is_free(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
+
+
 def reuse(
     service: Server,
     recorded: dict[str, Any] | None,
@@ -60,7 +71,9 @@ def reuse(
 ) -> bool:
     """True if ``service`` already runs on ``port``; an error if it runs elsewhere."""
     if not service.process.is_running():
-        if not port_is_free(port):
+        # Its own port, from its last run: wait a moment for the stopped server to let go.
+        own = (recorded or {}).get("port") == port
+        if not port_is_free(port) and not (own and _freed(port)):
             raise PortInUseError(service.name, port, option)
         return False
     running_port = (recorded or {}).get("port")
