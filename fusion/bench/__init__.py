@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from fusion.bench.baselines import median_counter_run as median_counter_run
     from fusion.bench.baselines import run_counter_only as run_counter_only
     from fusion.bench.baselines import run_floor as run_floor
+    from fusion.bench.enriched_index import drained as drained
+    from fusion.bench.enriched_index import enriched_of as enriched_of
+    from fusion.bench.enriched_index import enriched_times as enriched_times
+    from fusion.bench.enriched_index import last_enriched as last_enriched
     from fusion.bench.errors import IdleError as IdleError
     from fusion.bench.errors import PipelineProcessError as PipelineProcessError
     from fusion.bench.errors import SustainError as SustainError
@@ -22,11 +26,6 @@ if TYPE_CHECKING:
     from fusion.bench.generator import build_dataset as build_dataset
     from fusion.bench.generator import produce as produce
     from fusion.bench.generator import write_expected as write_expected
-    from fusion.bench.hops import TopicFollower as TopicFollower
-    from fusion.bench.hops import TopicTimes as TopicTimes
-    from fusion.bench.hops import hop_summary as hop_summary
-    from fusion.bench.hops import read_since as read_since
-    from fusion.bench.hops import topic_ends as topic_ends
     from fusion.bench.jvm_memory import DIRECT as DIRECT
     from fusion.bench.jvm_memory import DRIVER_OPTIONS as DRIVER_OPTIONS
     from fusion.bench.jvm_memory import HEAP as HEAP

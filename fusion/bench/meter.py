@@ -2,7 +2,7 @@
 
 A step produces at a steady rate for a while; the benchmark samples the
 pipeline's backlog as it goes and reads when each of a key's records reached
-its topic (:class:`fusion.bench.hops.TopicTimes`); :func:`judge` tells from
+its topic (:class:`fusion.bench.sustain.hops.TopicTimes`); :func:`judge` tells from
 both whether the pipeline kept up, and how fast.
 
 A step **keeps up** when every key was enriched and the backlog (records the

@@ -11,14 +11,81 @@ are neither measured nor restarted, and the report says so.
 from __future__ import annotations
 
 import json
+import threading
+import uuid
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Self
 
-from fusion.bench.hops import TopicFollower
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
 from fusion.core import PipelineConfig
 from fusion.core.machine import procfs
 from fusion.infra import LocalRuntime
+from fusion.kafka import client as kafka_client
+
+
+class TopicFollower:
+    """Reads topics from their beginning in a thread; a subclass notes each keyed record.
+
+    Each keeps, at least, when each key's first enriched record arrived.
+    """
+
+    def __init__(self, config: PipelineConfig, topics: list[str], name: str) -> None:
+        self.config = config
+        self.topics = topics
+        self._enriched: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name=name, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def enriched(self, keys: Iterable[str]) -> dict[str, float]:
+        """The (first) enriched record's timestamp of each of ``keys`` that has one."""
+        with self._lock:
+            return {k: self._enriched[k] for k in keys if k in self._enriched}
+
+    def _read(self) -> None:
+        follow(self.config, self.topics, self._lock, self._note, self._stop)
+
+    def _note(self, message: Any) -> None:
+        raise NotImplementedError
+
+
+def follow(
+    config: PipelineConfig,
+    topics: list[str],
+    lock: threading.Lock,
+    note: Callable[[Any], None],
+    stop: threading.Event,
+) -> None:
+    """Read ``topics`` from their beginning (committed records) until ``stop``; ``note`` each
+    keyed record, under ``lock``."""
+    consumer = kafka_client.consumer(config.kafka, f"bench-follow-{uuid.uuid4().hex}")
+    listed = consumer.list_topics(timeout=30).topics
+    consumer.assign(
+        [
+            TopicPartition(topic, partition, OFFSET_BEGINNING)
+            for topic in topics
+            for partition in listed[topic].partitions
+        ]
+    )
+    try:
+        while not stop.is_set():
+            messages = consumer.consume(num_messages=5_000, timeout=0.5)
+            with lock:
+                for message in messages:
+                    if message.error() is None and message.key() is not None:
+                        note(message)
+    finally:
+        consumer.close()
 
 
 class Outputs(TopicFollower):

@@ -27,8 +27,7 @@ from rich.live import Live
 from rich.markup import escape
 
 from fusion import pipeline
-from fusion.bench import GenOptions, build_dataset, produce
-from fusion.bench.runs import drained
+from fusion.bench import GenOptions, build_dataset, drained, produce
 from fusion.cli.terminal import Tracker
 from fusion.core import ConfigError, ExitCode, PipelineConfig
 from fusion.elastic import client as es_client

@@ -53,11 +53,10 @@ def local_task_slots() -> int:
 def local_state_partitions() -> int:
     """The counter's state partitions by default: one per two cores, at least one.
 
-    Each state partition is a task a batch runs (the shuffle read, the keyed state's
-    commit, the enrichment's lookup and write, a Kafka transaction): on two cores one
-    partition ran a steady batch in 365 ms against 407 ms with two and 466-508 ms with
-    four, and a burst into a fresh process in 9.5 s against 11.0 and 11.5 s
-    (docs/benchmark.md, cores in proportion to the load).
+    Each state partition is a task every batch runs (the shuffle read, the keyed state's
+    commit, the enrichment's lookup and write, a Kafka transaction), whatever the batch
+    holds: on two cores fewer of them made both steady batches and bursts shorter
+    (docs/benchmark.md, "Cores in proportion to the load").
     """
     return max(1, (os.cpu_count() or 1) // 2)
 

@@ -40,7 +40,9 @@ from fusion.bench import (
     bench_publisher,
     cores_between,
     cpu_snapshot,
+    enriched_of,
     git_commit,
+    last_enriched,
     machine,
     produce,
     server_pids,
@@ -55,7 +57,6 @@ from fusion.bench.children.steps import (
     steady,
     warm_up,
 )
-from fusion.bench.runs import enriched_of, last_enriched
 from fusion.core import PipelineConfig, Settings, now_iso
 from fusion.elastic import client as es_client
 from fusion.enricher import ChildRows, FoundDoc, build_enriched

@@ -18,9 +18,5 @@ if TYPE_CHECKING:
     from fusion.bench.runs import reconcile as reconcile
     from fusion.bench.runs import scale as scale
     from fusion.bench.runs import status as status
-    from fusion.bench.runs.enriched_index import drained as drained
-    from fusion.bench.runs.enriched_index import enriched_of as enriched_of
-    from fusion.bench.runs.enriched_index import enriched_times as enriched_times
-    from fusion.bench.runs.enriched_index import last_enriched as last_enriched
 
 __getattr__, __dir__, __all__ = attach(__name__, __file__)

@@ -41,6 +41,7 @@ from fusion.bench import (
     bench_config,
     build_dataset,
     cpu_snapshot,
+    enriched_times,
     generating,
     git_commit,
     machine,
@@ -52,7 +53,6 @@ from fusion.bench import (
     run_floor,
     server_pids,
 )
-from fusion.bench.runs.enriched_index import enriched_times
 from fusion.core import CounterEngineName, PipelineConfig, Settings, now_iso
 from fusion.elastic import client as es_client
 from fusion.kafka import lag

@@ -57,12 +57,12 @@ from fusion.bench import (
     cores_between,
     cpu_by_part,
     git_commit,
+    last_enriched,
     machine,
     produce,
     server_pids,
     until,
 )
-from fusion.bench.runs.enriched_index import last_enriched
 from fusion.bench.runs.fanout_report import median_run
 from fusion.bench.runs.fanout_steps import (
     Renamed,

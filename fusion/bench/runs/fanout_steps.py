@@ -11,8 +11,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from fusion.bench import lower_median, until
-from fusion.bench.runs.enriched_index import enriched_of, last_enriched
+from fusion.bench import enriched_of, last_enriched, lower_median, until
 from fusion.core import PipelineConfig
 
 Send = Callable[[Sequence[tuple[str, str, bytes]]], int]

@@ -9,7 +9,7 @@ second of each other. For each key the latency is
 
 and each hop's latency (source record → ack, last ack → ready event, ready
 event → enriched record) comes from the records' own Kafka timestamps
-(:mod:`fusion.bench.hops`). The enriched record goes out once Elasticsearch
+(:mod:`.hops`). The enriched record goes out once Elasticsearch
 has the enriched document. The benchmark reads the topics, as any
 ``read_committed`` consumer would, once a step has drained: no consumer of
 its own competes with the pipeline for the cores (:mod:`.step`).
@@ -87,10 +87,8 @@ def run_sustain(
     finally:
         teardown.delete_all(config)
     on_step("the floor, after")
-    try:
-        after = sustain_floor.measure(settings, config, options.floor_keys, generator=before)
-    finally:
-        teardown.delete_all(config)
+    # The generator's topics go with it (fusion.bench.setup.generating).
+    after = sustain_floor.measure(settings, config, options.floor_keys, generator=before)
     report = {
         "kind": "sustain",
         "sources": options.sources,

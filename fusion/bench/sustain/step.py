@@ -9,7 +9,7 @@ drained, a key's latency is taken from what the pipeline wrote: from its last
 source record's Kafka timestamp, as the enriched document stores it
 (``fusion.last_record_at``), to its enriched record's on the enriched topic
 (written once Elasticsearch has the document). The hops come from the same
-read of the topics (:func:`fusion.bench.hops.read_since`).
+read of the topics (:func:`.hops.read_since`).
 """
 
 from __future__ import annotations
@@ -28,18 +28,16 @@ from fusion.bench import (
     Sent,
     Step,
     SustainError,
-    TopicTimes,
     build_dataset,
     cores_between,
     cpu_snapshot,
-    hop_summary,
+    enriched_of,
+    enriched_times,
     judge,
     produce_timed,
-    read_since,
     server_pids,
-    topic_ends,
 )
-from fusion.bench.runs import enriched_of, enriched_times
+from fusion.bench.sustain.hops import TopicTimes, hop_summary, read_since, topic_ends
 from fusion.bench.sustain.options import SustainOptions
 from fusion.core import PipelineConfig
 from fusion.elastic import client as es_client

@@ -13,22 +13,20 @@ Every timestamp is the record's own Kafka timestamp (the producer's create
 time), read as a ``read_committed`` consumer reads it. :class:`TopicTimes`
 reads the four kinds of topics once a step has drained (:func:`read_since`),
 from where they ended when it began: nothing of the benchmark reads records
-while the pipeline works on them. :class:`TopicFollower` is the soak's live
-reader (it watches for repeated fires as they happen).
+while the pipeline works on them.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import TopicPartition
 
-from fusion.bench.report import rounded
+from fusion.bench import rounded
 from fusion.core import PipelineConfig
 from fusion.kafka import client as kafka_client
 from fusion.observe import percentiles
@@ -44,40 +42,6 @@ class KeyTimes:
     acks: Mapping[str, float]  # source name -> its (first) ack
     ready: float | None
     enriched: float | None
-
-
-class TopicFollower:
-    """Reads topics from their beginning in a thread; a subclass notes each keyed record.
-
-    Each keeps, at least, when each key's first enriched record arrived.
-    """
-
-    def __init__(self, config: PipelineConfig, topics: list[str], name: str) -> None:
-        self.config = config
-        self.topics = topics
-        self._enriched: dict[str, float] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, name=name, daemon=True)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def enriched(self, keys: Iterable[str]) -> dict[str, float]:
-        """The (first) enriched record's timestamp of each of ``keys`` that has one."""
-        with self._lock:
-            return {k: self._enriched[k] for k in keys if k in self._enriched}
-
-    def _read(self) -> None:
-        follow(self.config, self.topics, self._lock, self._note, self._stop)
-
-    def _note(self, message: Any) -> None:
-        raise NotImplementedError
 
 
 class TopicTimes:
@@ -162,35 +126,6 @@ def read_since(config: PipelineConfig, starts: list[TopicPartition], times: Topi
             for tp in consumer.position([TopicPartition(t, p) for t, p in left]):
                 if tp.offset >= ends[(tp.topic, tp.partition)]:
                     left.discard((tp.topic, tp.partition))
-    finally:
-        consumer.close()
-
-
-def follow(
-    config: PipelineConfig,
-    topics: list[str],
-    lock: threading.Lock,
-    note: Callable[[Any], None],
-    stop: threading.Event,
-) -> None:
-    """Read ``topics`` from their beginning (committed records) until ``stop``; ``note`` each
-    keyed record, under ``lock``."""
-    consumer = kafka_client.consumer(config.kafka, f"bench-follow-{uuid.uuid4().hex}")
-    listed = consumer.list_topics(timeout=30).topics
-    consumer.assign(
-        [
-            TopicPartition(topic, partition, OFFSET_BEGINNING)
-            for topic in topics
-            for partition in listed[topic].partitions
-        ]
-    )
-    try:
-        while not stop.is_set():
-            messages = consumer.consume(num_messages=5_000, timeout=0.5)
-            with lock:
-                for message in messages:
-                    if message.error() is None and message.key() is not None:
-                        note(message)
     finally:
         consumer.close()
 
