@@ -166,10 +166,8 @@ def execute(
         spark = spark_session(config, app, submitted, reserve_memory=True, ships=ships)
         if not (config.spark.log_to_console or submitted):  # spark-submit logs its own way
             hooks.say(f"Spark's log: {spark_logs.log_file(config.spark, config.runtime.home, app)}")
-        warming = daemon.start_workers(spark)
+        daemon.start_workers(spark)
         running = start(spark, config, queries, metrics, starters, checked)
-        if warming is not None:
-            warming.join()
         try:
             stack.enter_context(HealthWatch(config, metrics))
             interrupted = stack.enter_context(ctrl_c_stops_at_next_poll())

@@ -51,14 +51,16 @@ def local_task_slots() -> int:
 
 
 def local_state_partitions() -> int:
-    """The counter's state partitions by default: one per two cores, at least one.
+    """The counter's state partitions by default: one per two cores, at least two.
 
     Each state partition is a task every batch runs (the shuffle read, the keyed state's
     commit, the enrichment's lookup and write, a Kafka transaction), whatever the batch
-    holds: on two cores fewer of them made both steady batches and bursts shorter
-    (docs/benchmark.md, "Cores in proportion to the load").
+    holds: fewer of them make steady batches and bursts shorter. But a fan-out's keys
+    are enriched by the tasks of the partitions they hash to, so one partition leaves
+    a fan-out on one core and the new keys beside it wait (docs/benchmark.md, "Cores in
+    proportion to the load").
     """
-    return max(1, (os.cpu_count() or 1) // 2)
+    return max(2, (os.cpu_count() or 1) // 2)
 
 
 class SparkSettings(BaseModel):

@@ -30,7 +30,6 @@ import contextlib
 import gc
 import importlib
 import os
-import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -80,27 +79,23 @@ def no_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     return iter(())
 
 
-def start_workers(spark: SparkSession) -> threading.Thread | None:
-    """Start the executors' Python daemon and a worker per task slot, before any batch
+def start_workers(spark: SparkSession) -> None:
+    """Start the executors' Python daemon and a worker per task slot, before any query
     (else the first batch with records starts them while its records wait).
 
     Spark stops an idle worker after a minute; the daemon stays, and with this
     module as the daemon a new worker is a fork. With PySpark's daemon (a
     cluster, spark-submit) nothing is started: each worker imports on its own.
-    The job runs in a thread while the driver starts the queries; one that
-    fails leaves the workers to the first batch, which reports what failed.
+    The queries start after it: a backlog's first batch that shared the two cores
+    with the workers' start gave its first key 3 s later (docs/benchmark.md, "A
+    backlog's first key"). A job that fails leaves the workers to the first
+    batch, which reports what failed.
     """
     if spark.sparkContext.getConf().get(CONF_KEY, "") != MODULE:
-        return None
+        return
     slots = spark.sparkContext.defaultParallelism
-
-    def run() -> None:
-        with contextlib.suppress(Exception):
-            spark.range(slots, numPartitions=slots).mapInArrow(no_rows, "id long").count()
-
-    thread = threading.Thread(target=run, name="fusion-start-workers", daemon=True)
-    thread.start()
-    return thread
+    with contextlib.suppress(Exception):
+        spark.range(slots, numPartitions=slots).mapInArrow(no_rows, "id long").count()
 
 
 def main() -> None:

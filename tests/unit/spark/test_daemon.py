@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from fusion.spark import daemon
 from fusion.spark.session import DAEMON_MODULE, preloading_daemon
@@ -43,3 +44,46 @@ def test_the_daemon_runs_where_the_executors_run_this_interpreter_only() -> None
     assert preloading_daemon({}, "local[8,4]", "/opt/other/python", submitted=False) == {}
     own = {DAEMON_MODULE: "pyspark.daemon"}
     assert preloading_daemon(own, "local[8,4]", here, submitted=False) == own
+
+
+class _Job:
+    """Spark's job of one row per task slot, as ``start_workers`` runs it."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def mapInArrow(self, function: object, schema: str) -> _Job:
+        return self
+
+    def count(self) -> int:
+        self.log.append("workers started")
+        return 0
+
+
+class _Session:
+    def __init__(self, daemon_module: str, log: list[str]) -> None:
+        conf = {daemon.CONF_KEY: daemon_module}
+        self.sparkContext = SimpleNamespace(
+            getConf=lambda: SimpleNamespace(get=lambda key, default: conf.get(key, default)),
+            defaultParallelism=8,
+        )
+        self.log = log
+
+    def range(self, rows: int, numPartitions: int) -> _Job:
+        self.log.append(f"{rows} rows in {numPartitions} tasks")
+        return _Job(self.log)
+
+
+def test_the_workers_have_started_when_start_workers_returns() -> None:
+    # The queries start after it: a backlog's first batch must not share the cores with them.
+    log: list[str] = []
+    daemon.start_workers(_Session(daemon.MODULE, log))  # type: ignore[arg-type]
+
+    assert log == ["8 rows in 8 tasks", "workers started"]
+
+
+def test_pysparks_own_daemon_starts_no_workers_ahead() -> None:
+    log: list[str] = []
+    daemon.start_workers(_Session("pyspark.daemon", log))  # type: ignore[arg-type]
+
+    assert log == []

@@ -85,8 +85,8 @@ def test_a_progress_report_is_counted_from_its_json() -> None:
     assert metrics.get("state.counter.rows") == 42
 
 
-@pytest.mark.parametrize(("cores", "partitions"), [(1, 1), (2, 1), (3, 1), (8, 4), (None, 1)])
-def test_the_counters_state_takes_one_partition_per_two_cores_by_default(
+@pytest.mark.parametrize(("cores", "partitions"), [(1, 2), (2, 2), (3, 2), (8, 4), (None, 2)])
+def test_the_counters_state_takes_one_partition_per_two_cores_and_two_at_least(
     monkeypatch: pytest.MonkeyPatch, cores: int | None, partitions: int
 ) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: cores)
