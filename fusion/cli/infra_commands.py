@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from dataclasses import asdict
+from typing import Any
 
 from rich.table import Table
 
@@ -20,6 +21,8 @@ from fusion.infra import (
     LocalRuntime,
     preparing,
 )
+from fusion.infra.prometheus import Scraping
+from fusion.ops import ALERT_RULES
 
 
 def local_runtime(settings: Settings, secure: bool | None = None) -> LocalRuntime:
@@ -29,30 +32,17 @@ def local_runtime(settings: Settings, secure: bool | None = None) -> LocalRuntim
     return runtime
 
 
-def up(
-    settings: Settings,
-    kafka_port: int | None = None,
-    es_port: int | None = None,
-    spark_workers: int = 0,
-    spark_port: int = 7077,
-    secure: bool | None = None,
-    cdc_ports: tuple[int, int] | None = None,
-    registry_port: int | None = None,
-) -> Endpoints:
-    runtime = local_runtime(settings, secure)
+def up(settings: Settings, secure: bool | None = None, **options: Any) -> Endpoints:
+    """Start the local runtime; ``options``: :meth:`LocalRuntime.up`'s, ports from settings."""
+    options["kafka_port"] = options.get("kafka_port") or settings.runtime.kafka_port
+    options["es_port"] = options.get("es_port") or settings.runtime.es_port
     with err.status("starting the local runtime") as spinner:
-        endpoints = runtime.up(
-            kafka_port=kafka_port or settings.runtime.kafka_port,
-            es_port=es_port or settings.runtime.es_port,
+        return local_runtime(settings, secure).up(
             on_step=lambda step: spinner.update(step),
-            spark_workers=spark_workers,
-            spark_port=spark_port,
             # What it changed on the machine (a system user, permissions): said once, when done.
             on_change=lambda change: spinner.console.print(f"fusion: {change}", highlight=False),
-            cdc_ports=cdc_ports,
-            registry_port=registry_port,
+            **options,
         )
-    return endpoints
 
 
 def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -65,13 +55,14 @@ def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
         settings = settings.model_copy(update={"runtime": runtime})
     endpoints = up(
         settings,
-        args.kafka_port,
-        args.es_port,
-        args.spark_workers,
-        args.spark_port,
         secure=True if args.secure else None,
+        kafka_port=args.kafka_port,
+        es_port=args.es_port,
+        spark_workers=args.spark_workers,
+        spark_port=args.spark_port,
         cdc_ports=(args.pg_port, args.connect_port) if args.cdc else None,
         registry_port=args.registry_port if args.registry else None,
+        prometheus=(args.prometheus_port, Scraping((ALERT_RULES,))) if args.prometheus else None,
     )
     out.print(f"Kafka {endpoints.kafka_version}          {endpoints.kafka_bootstrap}")
     out.print(f"Elasticsearch {endpoints.es_version}  {endpoints.es_url}")
@@ -92,6 +83,8 @@ def infra_up_command(args: argparse.Namespace, settings: Settings) -> int:
     if endpoints.registry:
         out.print(f"Schema registry      {endpoints.registry} (Apicurio, Confluent's API)")
         exports += f" FUSION_REGISTRY_URL={endpoints.registry}"
+    if endpoints.prometheus:
+        out.print(f"Prometheus           {endpoints.prometheus} (alerts: {ALERT_RULES})")
     out.print(f"export {exports}")
     return 0
 

@@ -55,6 +55,14 @@ def add_infra(infra: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         "--registry-port", type=int, default=8081, metavar="PORT", help="schema registry (8081)"
     )
     up.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="also Debian's Prometheus with Fusion's alerts, scraping `run --metrics-port 9464`",
+    )
+    up.add_argument(
+        "--prometheus-port", type=int, default=9090, metavar="PORT", help="Prometheus (9090)"
+    )
+    up.add_argument(
         "--secure",
         action="store_true",
         help="Kafka on SASL_SSL (SCRAM-SHA-512) and Elasticsearch with HTTPS and a user, "

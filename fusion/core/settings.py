@@ -172,6 +172,9 @@ class MetricsSettings(BaseModel):
     port: int | None = Field(default=None, ge=0, le=65535)  # 0: any free port
     # Loopback by default: set "0.0.0.0" for a Prometheus on another machine.
     host: str = "127.0.0.1"
+    # The enrichment latency an operator promises: keys slower than it are counted
+    # (fusion_enrichment_latency_over_objective_total), which the p99 alert reads.
+    latency_objective_seconds: float = Field(default=3.0, gt=0)
 
 
 _SECTION_ENV = {

@@ -24,20 +24,25 @@ class Written(Protocol):
     def last_record_ms(self) -> int | None: ...
 
 
-def observe_latencies(metrics: Metrics, written: Iterable[Written]) -> None:
-    """Seconds from each written document's last source record to now, into ``metrics``.
+def observe_latencies(metrics: Metrics, written: Iterable[Written], objective: float) -> None:
+    """Seconds from each written document's last source record to now, into ``metrics``;
+    those over ``objective`` seconds counted apart.
 
     A document whose parts kept no timestamp (indexed by a Fusion that did not
     keep it) counts from its fire instead.
     """
     done = now_utc()
     done_ms = done.timestamp() * 1000
+    over = 0
     for doc in written:
         if doc.last_record_ms is not None:
-            metrics.observe_latency((done_ms - doc.last_record_ms) / 1000)
+            seconds = (done_ms - doc.last_record_ms) / 1000
         else:
-            fired = datetime.fromisoformat(doc.fired_at)
-            metrics.observe_latency((done - fired).total_seconds())
+            seconds = (done - datetime.fromisoformat(doc.fired_at)).total_seconds()
+        metrics.observe_latency(seconds)
+        over += seconds > objective
+    if over:
+        metrics.add(names.LATENCY_OVER_OBJECTIVE, over)
 
 
 def sketch_apart(counts: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:

@@ -61,6 +61,7 @@ class EnrichSpec:
     retry_budget_seconds: float
     elasticsearch: ElasticsearchSettings
     max_children_bytes: int = 8 * 1024 * 1024
+    latency_objective: float = 3.0  # seconds: [metrics] latency_objective_seconds
 
     # Worked out once per worker: the enrichment asks for them per key and per row.
     @cached_property
@@ -121,6 +122,7 @@ def enrich_spec(config: PipelineConfig) -> EnrichSpec:
         retry_budget_seconds=pipeline.retry_budget_seconds,
         elasticsearch=config.elasticsearch,
         max_children_bytes=pipeline.max_children_bytes,
+        latency_objective=config.metrics.latency_objective_seconds,
     )
 
 

@@ -197,7 +197,7 @@ def _enrich_group(
     with metrics.timed(names.STAGE_ENRICH_WRITE):
         written = write_documents(es, target, enriched, retry, metrics)
     crash_point("enricher.after_write")
-    observe_latencies(metrics, (item.record for item in written.confirmed))
+    observe_latencies(metrics, [c.record for c in written.confirmed], spec.latency_objective)
     dead.extend(written.dead)
     records, too_large = enriched_records(spec, written.confirmed)
     dead.extend(too_large)

@@ -45,6 +45,8 @@ from fusion.infra.elasticsearch import ElasticsearchPorts, LocalElasticsearch
 from fusion.infra.errors import InfraError
 from fusion.infra.java import elasticsearch_java_home, java_home
 from fusion.infra.kafka import KafkaPorts, LocalKafka
+from fusion.infra.prometheus import LocalPrometheus, Scraping, recorded_prometheus, start_prometheus
+from fusion.infra.prometheus import url_of as prometheus_url_of
 from fusion.infra.registry import apicurio
 from fusion.infra.secure import SecureMaterial, write_env
 from fusion.infra.secure import ensure as ensure_material
@@ -55,16 +57,15 @@ from fusion.infra.services import (
     check_state,
     companion_port,
     es_version_at,
+    main_status,
     reuse,
     wait_healthy,
 )
 from fusion.infra.spark import LocalSparkCluster, spark_status, start_cluster, wait_until_alive
 
-Started = LocalKafka | LocalElasticsearch | LocalSparkCluster | CdcService | apicurio.LocalRegistry
-
-
-def _ignore(_: str) -> None:
-    pass
+OPT_IN = ("spark", "postgres", "connect", "registry", "prometheus")  # started by options of `up`
+Extra = apicurio.LocalRegistry | LocalPrometheus
+Started = LocalKafka | LocalElasticsearch | LocalSparkCluster | CdcService | Extra
 
 
 class LocalRuntime:
@@ -135,20 +136,21 @@ class LocalRuntime:
         self,
         kafka_port: int = 9092,
         es_port: int = 9200,
-        on_step: Callable[[str], None] = _ignore,
+        on_step: Callable[[str], None] = lambda _: None,
         timeout: float = 180.0,
         spark_workers: int = 0,
         spark_port: int = 7077,
-        on_change: Callable[[str], None] = _ignore,
+        on_change: Callable[[str], None] = lambda _: None,
         cdc_ports: tuple[int, int] | None = None,
         registry_port: int | None = None,
+        prometheus: tuple[int, Scraping] | None = None,
     ) -> Endpoints:
         """Start whatever is not running yet and wait until every server is healthy.
 
         ``on_step`` hears what it is doing; ``on_change`` what it changed on the
         machine outside Fusion's directories (see :meth:`LocalElasticsearch.start`).
         ``cdc_ports`` (PostgreSQL's, Connect's) start the CDC servers too (:mod:`.cdc`);
-        ``registry_port`` a schema registry (:mod:`.registry`).
+        ``registry_port`` a schema registry, ``prometheus`` (port, scraping) a Prometheus.
         """
         java_home()
         check_state(self.state_dir, self._read_state(), self.es_version, self.secure)
@@ -200,6 +202,9 @@ class LocalRuntime:
                 at_port = (state, registry_port, on_step, timeout, self.jvm_options)
                 started += apicurio.start_registry(self.cache.root, self.state_dir, *at_port)
                 self._write_state(state)
+            if prometheus:
+                started += start_prometheus(self.state_dir, state, *prometheus, on_step, timeout)
+                self._write_state(state)
             if self.material is not None:
                 write_env(self.material, endpoints.kafka_bootstrap, endpoints.es_url)
         except BaseException:
@@ -211,10 +216,10 @@ class LocalRuntime:
     def down(self, purge: bool = False) -> None:
         """Stop every server (nothing of ours keeps running); with ``purge``, delete their data."""
         self.spark().stop()
-        for service in [*self.services(), *self.cdc_services(), *self.registries()]:
+        for service in [*self.services(), *self.cdc_services(), *self.extras()]:
             service.process.stop()
         state = self._read_state()
-        stopped = [state.pop(name, None) for name in ("spark", "postgres", "connect", "registry")]
+        stopped = [state.pop(name, None) for name in OPT_IN]
         if any(stopped) and self.state_dir.is_dir():
             self._write_state(state)
         if purge:
@@ -222,28 +227,18 @@ class LocalRuntime:
 
     def status(self) -> list[ServiceStatus]:
         state = self._read_state()
-        result = []
-        for service in self.services():
-            port = state.get(service.name, {}).get("port")
-            pid = service.process.pid()
-            is_kafka = service.name == "kafka"
-            address, healthy, version = None, False, None
-            if port is not None:
-                address = f"127.0.0.1:{port}" if is_kafka else f"http://127.0.0.1:{port}"
-                healthy = pid is not None and service.healthy(address)
-                if healthy:
-                    version = KAFKA_VERSION if is_kafka else es_version_at(address)
-            result.append(
-                ServiceStatus(service.name, pid is not None, healthy, address, version, pid)
-            )
+        port = {name: state.get(name, {}).get("port") for name in ("kafka", "elasticsearch")}
+        result = [main_status(s, port[s.name], KAFKA_VERSION) for s in self.services()]
         if spark := state.get("spark"):
             result.append(spark_status(self.spark(), spark))
         result += cdc_status(self.state_dir, self.cache.root, state)
-        return result + [r.status(state["registry"]["port"]) for r in self.registries()]
+        return result + [e.status(state[e.name]["port"]) for e in self.extras()]
 
-    def registries(self) -> list[apicurio.LocalRegistry]:
-        """The schema registry an earlier ``up --registry`` started (none without one)."""
-        return apicurio.recorded_registry(self.cache.root, self.state_dir, self._read_state())
+    def extras(self) -> list[Extra]:
+        """The registry and Prometheus an earlier ``up`` started (none without their options)."""
+        state = self._read_state()
+        registry = apicurio.recorded_registry(self.cache.root, self.state_dir, state)
+        return [*registry, *recorded_prometheus(self.state_dir, state)]
 
     def cdc_ports(self) -> tuple[int, int]:
         return recorded_ports(self._read_state())
@@ -281,6 +276,7 @@ class LocalRuntime:
             env_file=str(material.env_file) if material is not None else None,
             cdc=cdc_urls(state),
             registry=apicurio.url_of(state),
+            prometheus=prometheus_url_of(state),
         )
 
     def _read_state(self) -> dict[str, Any]:

@@ -35,6 +35,7 @@ class Endpoints:
     env_file: str | None = None  # a secured runtime's settings for Fusion (`source` it)
     cdc: tuple[str | None, str | None] = (None, None)  # PostgreSQL's URL, Connect's (`--cdc`)
     registry: str | None = None  # the schema registry's Confluent-compatible URL (`--registry`)
+    prometheus: str | None = None  # `--prometheus`: its address
 
 
 @dataclass(frozen=True)
@@ -191,3 +192,19 @@ def wait_healthy(
             raise ServerStartError(name, f"not healthy after {timeout:.0f} s", process.log_tail())
         if pending:
             time.sleep(0.5)
+
+
+class MainServer(Server, Protocol):  # Kafka, Elasticsearch
+    def healthy(self, address: str) -> bool: ...
+
+
+def main_status(service: MainServer, port: int | None, kafka_version: str) -> ServiceStatus:
+    """What ``fusion infra status`` says of Kafka or Elasticsearch (``port`` None: never up)."""
+    pid, is_kafka = service.process.pid(), service.name == "kafka"
+    address, healthy, version = None, False, None
+    if port is not None:
+        address = f"127.0.0.1:{port}" if is_kafka else f"http://127.0.0.1:{port}"
+        healthy = pid is not None and service.healthy(address)
+        if healthy:
+            version = kafka_version if is_kafka else es_version_at(address)
+    return ServiceStatus(service.name, pid is not None, healthy, address, version, pid)

@@ -210,6 +210,10 @@ class Figures:
         """Time the query spent in batches that read rows."""
         return self._get(names.query_busy_ms(query)) / 1000
 
+    def running(self, query: str) -> bool:
+        """Whether Spark reports the query started and not yet ended."""
+        return self._get(names.query_running(query)) == 1
+
     def batches(self, query: str) -> int:
         """The query's batches that read rows."""
         return self._get(names.query_batches(query))
@@ -235,6 +239,10 @@ class Figures:
     @property
     def latency_sum_seconds(self) -> float:
         return self._get(names.LATENCY_SUM) / 1000
+
+    @property
+    def latency_over_objective(self) -> int:
+        return self._get(names.LATENCY_OVER_OBJECTIVE)
 
     @property
     def lookups_per_key(self) -> float | None:

@@ -113,11 +113,19 @@ CLOCK_PREFIX = "clock."
 # (fusion.observe.sketch): a count per bin, latency.q<level>_<index>, and their sum in ms.
 LATENCY_SKETCH_PREFIX = "latency.q"
 LATENCY_SUM = "latency.sum_ms"
+# Keys whose latency passed [metrics] latency_objective_seconds (counted exactly, not
+# from the sketch: its bins merge, and a count read from them could go down).
+LATENCY_OVER_OBJECTIVE = "latency.over_objective"
 
 
 def query_input(query: str) -> str:
     """Rows the query's batches read (Spark's own count)."""
     return f"input.{query}"
+
+
+def query_running(query: str) -> str:
+    """1 from the query's start to its end, as Spark's listener reports them."""
+    return f"running.{query}"
 
 
 def query_busy_ms(query: str) -> str:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from fusion.ops import status as status
     from fusion.ops import teardown as teardown
     from fusion.ops.health import HealthWatch as HealthWatch
+    from fusion.ops.prometheus import ALERT_RULES as ALERT_RULES
     from fusion.ops.prometheus import MetricsServer as MetricsServer
     from fusion.ops.prometheus import PipelineCollector as PipelineCollector
 

@@ -17,6 +17,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -25,6 +26,7 @@ from prometheus_client.core import (
     GaugeMetricFamily,
     Metric,
 )
+from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from fusion.core import ConfigError, PipelineConfig
@@ -32,6 +34,8 @@ from fusion.observe import ES_ALERT, ES_BACKPRESSURE_ALERT, KAFKA_ALERT, Figures
 from fusion.ops.stage_metrics import stage_families
 
 LAG_MAX_AGE = 5.0  # seconds a consumer-lag reading is served before it is read again
+# The alert rules that ship: what they read is what this module exports (docs/operations.md).
+ALERT_RULES = Path(__file__).with_name("alerts.yml")
 
 
 def families(
@@ -78,7 +82,8 @@ def families(
         CounterMetricFamily(
             "fusion_es_retries", "Elasticsearch calls retried", value=figures.es_retries
         ),
-        _latency(figures),
+        *_latency(figures, config.metrics.latency_objective_seconds),
+        _running(queries, figures),
     ]
     lag_family = GaugeMetricFamily(
         "fusion_consumer_lag_records",
@@ -141,7 +146,16 @@ def _per_query(
     return family
 
 
-def _latency(figures: Figures) -> Metric:
+def _running(queries: list[str], figures: Figures) -> Metric:
+    """1 per query Spark runs; 0 before it started (a driver waiting for executors) or once
+    it ended. A process gone is Prometheus's own ``up == 0``."""
+    family = GaugeMetricFamily("fusion_query_up", "1 while Spark runs the query", labels=["query"])
+    for query in queries:
+        family.add_metric([query], 1 if figures.running(query) else 0)
+    return family
+
+
+def _latency(figures: Figures, objective: float) -> Iterator[Metric]:
     """Last record-to-enriched quantiles, as a summary: from Fusion's sketch, not interpolated.
 
     A histogram's fixed buckets make Prometheus interpolate within a bucket, a
@@ -163,7 +177,19 @@ def _latency(figures: Figures) -> Metric:
             family.add_sample(name, {"quantile": f"{quantile:g}"}, value)
     family.add_sample(f"{name}_count", {}, spread["count"] or 0)
     family.add_sample(f"{name}_sum", {}, figures.latency_sum_seconds)
-    return family
+    yield family
+    # A summary's quantiles are since the start; an alert on the last minutes divides
+    # the rate of keys over the objective by the rate of keys.
+    yield CounterMetricFamily(
+        "fusion_enrichment_latency_over_objective",
+        "Keys enriched later than [metrics] latency_objective_seconds after their last record",
+        value=figures.latency_over_objective,
+    )
+    yield GaugeMetricFamily(
+        "fusion_enrichment_latency_objective_seconds",
+        "[metrics] latency_objective_seconds: the latency this pipeline promises",
+        value=objective,
+    )
 
 
 class PipelineCollector(Collector):
@@ -204,6 +230,8 @@ class MetricsServer:
     def __init__(self, collector: Collector, host: str, port: int) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
+        # The driver's CPU, memory and process_start_time_seconds: a restart shows as its change.
+        ProcessCollector(registry=self.registry)
         self.host = host
         self.port = port
         self._server: Any = None

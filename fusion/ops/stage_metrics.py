@@ -69,14 +69,15 @@ def _indexers(config: PipelineConfig, figures: Figures) -> Iterator[Metric]:
 
 
 def _counter(figures: Figures) -> Iterator[Metric]:
+    # fusion_keys_*, not fusion_counter_*: Prometheus reads "counter" in a name as a type.
     for event, value, help in (
         ("fired", figures.fired, "Keys whose every required source became searchable (once each)"),
         ("incomplete", figures.incomplete, "Keys whose deadline passed, a source missing"),
         ("updated", figures.updated, "Source changes to keys that had already fired"),
     ):
-        yield CounterMetricFamily(f"fusion_counter_{event}_keys", help, value=value)
+        yield CounterMetricFamily(f"fusion_keys_{event}", help, value=value)
     yield GaugeMetricFamily(
-        "fusion_counter_pending_keys",
+        "fusion_keys_pending",
         "Keys seen in this run that neither fired nor expired yet",
         value=figures.pending_keys,
     )
@@ -91,7 +92,7 @@ def _counter(figures: Figures) -> Iterator[Metric]:
         value=figures.fanout_keys,
     )
     yield GaugeMetricFamily(
-        "fusion_counter_state_keys",
+        "fusion_state_keys",
         "Keys in the counter's state after its last batch",
         value=figures.state_keys,
     )

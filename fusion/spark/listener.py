@@ -1,13 +1,12 @@
 """Spark's own progress reports, counted into the pipeline's metrics.
 
-A :class:`ProgressListener` sees every micro-batch of the pipeline's queries
-and adds what Spark measured: ``input.<query>`` (rows the batch read),
-``busy_ms.<query>`` (time spent in batches that read rows), their number
-and their time by phase (``batches.<query>``, ``phase_ms.<query>.<phase>``:
-where a batch's time goes, docs/benchmark.md) and
-``state.<query>.updated`` / ``state.<query>.rows`` (keys whose state the batch
-changed; keys in state after it). The counter's input is the acks it counted,
-which no task of its own sees.
+A :class:`ProgressListener` sees every micro-batch of the pipeline's queries and adds
+what Spark measured: ``input.<query>`` (rows the batch read), ``busy_ms.<query>`` (time
+in batches that read rows), their number and their time by phase (``batches.<query>``,
+``phase_ms.<query>.<phase>``: where a batch's time goes, docs/benchmark.md),
+``state.<query>.updated`` / ``state.<query>.rows`` (keys whose state the batch changed;
+keys in state after it), and ``running.<query>`` from the query's start to its end.
+The counter's input is the acks it counted, which no task of its own sees.
 
 pyspark's own listener bridge turns each progress report into Python objects
 field by field, a few hundred py4j round trips per report (its state
@@ -42,6 +41,8 @@ class ProgressListener(StreamingQueryListener):
 
     def __init__(self) -> None:
         self.pipelines: dict[str, Metrics] = {}
+        # Spark's end-of-query event names no query, only its run.
+        self.runs: dict[str, tuple[Metrics, str]] = {}
 
     @property
     def _jlistener(self) -> Any:
@@ -62,10 +63,20 @@ class ProgressListener(StreamingQueryListener):
         listener.pipelines[f"{config.name}-"] = metrics
 
     def onQueryStarted(self, event: Any) -> None:
-        pass
+        self.on_started(str(event.runId), event.name or "")
 
     def onQueryProgress(self, event: Any) -> None:
         self.on_progress(json.loads(event.progress.json))
+
+    def on_started(self, run: str, name: str) -> None:
+        for prefix, metrics in list(self.pipelines.items()):
+            if name.startswith(prefix):
+                self.runs[run] = (metrics, query := name.removeprefix(prefix))
+                metrics.set(names.query_running(query), 1)
+
+    def on_terminated(self, run: str) -> None:
+        if (found := self.runs.pop(run, None)) is not None:
+            found[0].set(names.query_running(found[1]), 0)
 
     def on_progress(self, progress: dict[str, Any]) -> None:
         """Count one progress report (Spark's JSON form of ``StreamingQueryProgress``)."""
@@ -103,7 +114,7 @@ class ProgressListener(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event: Any) -> None:
-        pass
+        self.on_terminated(str(event.runId))
 
 
 class _JsonBridge:
@@ -113,7 +124,7 @@ class _JsonBridge:
         self.listener = listener
 
     def onQueryStarted(self, jevent: Any) -> None:
-        pass
+        self.listener.on_started(str(jevent.runId().toString()), jevent.name() or "")
 
     def onQueryProgress(self, jevent: Any) -> None:
         self.listener.on_progress(json.loads(jevent.progress().json()))
@@ -122,7 +133,7 @@ class _JsonBridge:
         pass
 
     def onQueryTerminated(self, jevent: Any) -> None:
-        pass
+        self.listener.on_terminated(str(jevent.runId().toString()))
 
     class Java:
         implements: ClassVar[list[str]] = [

@@ -10,6 +10,8 @@ the indexers, counter and enricher each submitted to the master. From the
 host it then checks that:
 
 - the master's JSON shows executors on both workers while the components run;
+- the project's Prometheus scrapes the three components, each query running,
+  with Fusion's alert rules loaded;
 - with one worker container and the counter's container killed mid-run (a
   second wave of keys produced from the host just before), the enriched
   index ends equal to the expected join of both waves, and the ready topic
@@ -24,6 +26,7 @@ import json
 import os
 import signal
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -94,7 +97,7 @@ def project(
     engine: docker.Engine, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Project, dict[str, int]]]:
     jvm = _jvm_override(tmp_path_factory.mktemp("compose") / "jvm.yml")
-    ports = {name: free_port() for name in ("KAFKA", "ES", "SPARK", "SPARK_UI")}
+    ports = {name: free_port() for name in ("KAFKA", "ES", "SPARK", "SPARK_UI", "PROMETHEUS")}
     env = {f"FUSION_COMPOSE_{name}_PORT": str(port) for name, port in ports.items()}
     env["FUSION_COMPOSE_KEYS"] = str(KEYS)
     up = Project(
@@ -142,6 +145,21 @@ def _wait(condition: Any, what: str, up: Project, timeout: float = DEADLINE) -> 
         time.sleep(0.5)
 
 
+def _prometheus(ports: dict[str, int], path: str, query: str = "") -> Any:
+    """One call to the project's Prometheus HTTP API: its ``data``."""
+    url = f"http://127.0.0.1:{ports['PROMETHEUS']}{path}"
+    if query:
+        url += "?" + urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.load(answer)["data"]
+
+
+def _scraped(ports: dict[str, int]) -> dict[str, float]:
+    """Each component's instance and its one query's fusion_query_up."""
+    found = _prometheus(ports, "/api/v1/query", 'fusion_query_up and on(instance) up{job="fusion"}')
+    return {s["metric"]["instance"]: float(s["value"][1]) for s in found["result"]}
+
+
 def _inspect(up: Project, container: str, template: str) -> str:
     return up.engine.docker("inspect", "--format", template, container).stdout.strip()
 
@@ -169,6 +187,12 @@ def test_compose_runs_the_pipeline_on_both_workers_exactly_once_through_kills(
     assert len(alive) == 2, workers
     assert all(w["coresused"] > 0 for w in alive), f"a worker runs no executor: {workers}"
     assert len(_master(ports)["activeapps"]) == 3
+
+    # Prometheus scrapes each component's driver, and evaluates the alerts that ship.
+    components = {f"{name}:9464": 1.0 for name in ("indexers", "counter", "enricher")}
+    _wait(lambda: _scraped(ports) == components, "Prometheus scraping each component", up)
+    groups = _prometheus(ports, "/api/v1/rules")["groups"]
+    assert "FusionQueryStopped" in {rule["name"] for group in groups for rule in group["rules"]}
 
     # A second wave from the host, then a worker and the counter die mid-run.
     wave2 = build_dataset(config, GenOptions(keys=WAVE2, seed=7, key_prefix="W"))

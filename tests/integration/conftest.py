@@ -39,12 +39,14 @@ from fusion.elastic import client as es_client
 from fusion.infra.cdc.postgres import LocalPostgres
 from fusion.infra.cdc.servers import start_cdc, wait_cdc
 from fusion.infra.errors import ServerStartError
+from fusion.infra.prometheus import Scraping, start_prometheus
 from fusion.infra.registry.apicurio import registry_url, start_registry
 from fusion.infra.runtime import LocalRuntime
 from fusion.infra.services import Endpoints
 from fusion.infra.spark import class_archive
 from fusion.infra.spark.standalone import LocalSparkCluster, SparkPorts
 from fusion.kafka import client as kafka_client
+from fusion.ops import ALERT_RULES
 from fusion.spark.session import spark_session
 from tests.integration.shared import exclusive, run_directory, shared
 
@@ -517,6 +519,35 @@ def registry(settings: Settings, run_dir: Path | None) -> Iterator[str]:
     started = partial(_started_once_more, home, "registry", start)
     with shared("registry", run_dir, started, lambda url: {"url": url}, itemgetter("url")) as url:
         yield url
+
+
+@dataclass(frozen=True)
+class Prometheus:
+    """A real Prometheus with Fusion's alert rules, scraping and evaluating every second."""
+
+    url: str
+    targets: Path  # a test adds its pipeline here (fusion.infra.prometheus.add_target)
+
+
+@pytest.fixture(scope="session")
+def prometheus(settings: Settings, run_dir: Path | None) -> Iterator[Prometheus]:
+    """Debian's Prometheus (``apt-get install prometheus``; .ci/run installs it), job
+    ``fusion`` discovered from files: shared by the workers, each test with targets of its own."""
+
+    def start(state_dir: Path, services: list[Any]) -> Prometheus:
+        port, scraping = free_port(), Scraping((ALERT_RULES,), targets=(), interval_seconds=1)
+        services += start_prometheus(state_dir, {}, port, scraping, lambda _: None, 60)
+        return Prometheus(f"http://127.0.0.1:{port}", services[0].targets_dir)
+
+    def encode(found: Prometheus) -> dict[str, Any]:
+        return {"url": found.url, "targets": str(found.targets)}
+
+    def decode(value: dict[str, Any]) -> Prometheus:
+        return Prometheus(value["url"], Path(value["targets"]))
+
+    started = partial(_started_once_more, settings.runtime.home, "prometheus", start)
+    with shared("prometheus", run_dir, started, encode, decode) as found:
+        yield found
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def test_a_scrape_during_a_real_run_shows_the_runs_counts(
             samples = scrape(url)
             lag = [v for (name, _), v in samples.items() if name == "fusion_consumer_lag_records"]
             # One lag series per query: the default layout runs one.
-            done = samples[("fusion_counter_fired_keys_total", ())] == want and len(lag) == 1
+            done = samples[("fusion_keys_fired_total", ())] == want and len(lag) == 1
             enriched = samples[("fusion_enriched_documents_total", (("kind", "complete"),))]
             return samples if done and enriched == want and not any(lag) else None
 
@@ -76,8 +76,8 @@ def test_a_scrape_during_a_real_run_shows_the_runs_counts(
         == result["enriched"]
         == len(data.expected)
     )
-    assert samples[("fusion_counter_fired_keys_total", ())] == result["fired"]
-    assert samples[("fusion_counter_pending_keys", ())] == result["pending_keys"]
+    assert samples[("fusion_keys_fired_total", ())] == result["fired"]
+    assert samples[("fusion_keys_pending", ())] == result["pending_keys"]
     assert result["pending_keys"] == len(data.missing)
     assert samples[("fusion_dead_letters_total", (("query", "indexer-a"),))] == 1
     assert (
@@ -86,7 +86,7 @@ def test_a_scrape_during_a_real_run_shows_the_runs_counts(
     )
     # Against what the topics hold, not against the counts the endpoint was built from.
     ready = read_topic(settings, config.ready_topic)
-    assert samples[("fusion_counter_fired_keys_total", ())] == len(ready)
+    assert samples[("fusion_keys_fired_total", ())] == len(ready)
     acks = Counter(ack["source"] for _, ack in read_topic(settings, config.acks_topic))
     produced = Counter(topic for topic, _, _ in [*data.records, malformed])
     for source in config.source_names:

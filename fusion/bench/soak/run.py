@@ -283,6 +283,6 @@ class Soak:
         except OSError:
             return None  # between a kill and the restart
         for line in text.splitlines():
-            if line.startswith("fusion_counter_state_keys "):
+            if line.startswith("fusion_state_keys "):
                 return int(float(line.split()[1]))
         return None

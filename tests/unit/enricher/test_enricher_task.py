@@ -117,10 +117,15 @@ def test_a_keys_latency_starts_at_its_latest_parts_record_and_the_document_says_
     doc = build_enriched("id", "k", found, "2026-11-27T10:00:00Z", "2026-11-27T10:00:01Z")
     metrics = Metrics()
     observe_latencies(metrics, [EnrichedDoc("k", b"", "2026-11-27T10:00:00Z", ("t", 0, 1), b"",
-                                            last_record_ms=now_ms - 4_000)])  # fmt: skip
+                                            last_record_ms=now_ms - 4_000)], 3.0)  # fmt: skip
 
     # Fusion's timestamp is no part of the parts; the document names the latest one.
     assert doc["a"] == {"id": "k", "x": 1} and doc["b"] == {"id": "k", "y": 2}
     assert doc["fusion"]["last_record_at"] == iso_from_ms(now_ms - 4_000)
     p50 = sketch.quantiles(metrics.counts())["p50"]
     assert p50 is not None and 4.0 * 0.99 <= p50 <= 4.5  # from b's record, not a's, nor the fire
+    # Over an objective of 3 s, not over one of 5 s.
+    assert metrics.get("latency.over_objective") == 1
+    observe_latencies(metrics, [EnrichedDoc("k", b"", "2026-11-27T10:00:00Z", ("t", 0, 1), b"",
+                                            last_record_ms=now_ms - 4_000)], 5.0)  # fmt: skip
+    assert metrics.get("latency.over_objective") == 1

@@ -12,7 +12,8 @@ from prometheus_client.registry import CollectorRegistry
 
 from fusion.core.config import PipelineConfig
 from fusion.observe.metrics import Metrics
-from fusion.ops.prometheus import PipelineCollector, families
+from fusion.ops.prometheus import MetricsServer, PipelineCollector, families
+from tests.promtool import promtool
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = PipelineConfig.load(ROOT / "examples" / "healthcare.toml", env={})
@@ -47,6 +48,8 @@ def _metrics() -> Metrics:
             "enricher.partial": 1,
             "enricher.es_requests": 2,
             "enricher.bulk_requests": 2,
+            "running.counter": 1,
+            "latency.over_objective": 1,
         }
     )
     for seconds in (0.2, 0.4, 1.2, 9.0):
@@ -87,11 +90,11 @@ def test_each_count_lands_in_its_metric_with_its_labels() -> None:
     assert samples[("fusion_stage_seconds_total", (("stage", "index.write"),))] == 1.5
     assert samples[("fusion_stage_seconds_total", (("stage", "enrich.lookup"),))] == 0.25
     assert samples[("fusion_stage_seconds_total", (("stage", "index.parse"),))] == 0
-    assert samples[("fusion_counter_fired_keys_total", ())] == 6
-    assert samples[("fusion_counter_incomplete_keys_total", ())] == 1
-    assert samples[("fusion_counter_updated_keys_total", ())] == 4
-    assert samples[("fusion_counter_pending_keys", ())] == 2  # 9 seen - 6 fired - 1 expired
-    assert samples[("fusion_counter_state_keys", ())] == 9
+    assert samples[("fusion_keys_fired_total", ())] == 6
+    assert samples[("fusion_keys_incomplete_total", ())] == 1
+    assert samples[("fusion_keys_updated_total", ())] == 4
+    assert samples[("fusion_keys_pending", ())] == 2  # 9 seen - 6 fired - 1 expired
+    assert samples[("fusion_state_keys", ())] == 9
     enriched = "fusion_enriched_documents_total"
     assert samples[(enriched, (("kind", "complete"),))] == 6
     assert samples[(enriched, (("kind", "update"),))] == 4
@@ -103,6 +106,8 @@ def test_each_count_lands_in_its_metric_with_its_labels() -> None:
     assert samples[("fusion_consumer_lag_records", (("query", "counter"),))] == 5
     assert samples[("fusion_server_up", (("server", "elasticsearch"),))] == 0
     assert samples[("fusion_server_up", (("server", "kafka"),))] == 1
+    assert samples[("fusion_query_up", (("query", "counter"),))] == 1
+    assert samples[("fusion_query_up", (("query", "enricher"),))] == 0  # not started
 
 
 def test_latency_is_a_summary_of_the_sketchs_quantiles_in_seconds() -> None:
@@ -117,6 +122,9 @@ def test_latency_is_a_summary_of_the_sketchs_quantiles_in_seconds() -> None:
     assert abs(quantile("0.95") - 9.0) <= 0.09 and abs(quantile("0.99") - 9.0) <= 0.09
     assert samples[(f"{name}_count", ())] == 4
     assert abs(samples[(f"{name}_sum", ())] - 10.8) < 0.01
+    # What the latency alert reads: keys over the objective, and the objective.
+    assert samples[("fusion_enrichment_latency_over_objective_total", ())] == 1
+    assert samples[("fusion_enrichment_latency_objective_seconds", ())] == 3.0
 
 
 def test_names_follow_prometheus_conventions() -> None:
@@ -126,8 +134,25 @@ def test_names_follow_prometheus_conventions() -> None:
         assert "_ms" not in family.name and "millis" not in family.name  # base units
         if family.type == "gauge":
             # A count, or a state that holds now (1) or not (0).
-            assert family.name.endswith(("_keys", "_records", "_up", "_active"))
+            assert family.name.endswith(
+                ("_keys", "_pending", "_records", "_up", "_active", "_seconds")
+            )
         assert family.documentation
+
+
+def test_promtool_finds_nothing_to_fix_in_a_scrape() -> None:
+    """Units in the names, ``_total`` on counters, base units: ``promtool check metrics``."""
+    registry = MetricsServer(
+        PipelineCollector(CONFIG, QUERIES, _metrics(), read_lag=lambda: {"counter": 5}),
+        "127.0.0.1",
+        0,
+    ).registry
+    text = generate_latest(registry).decode()
+    assert "process_start_time_seconds" in text  # restarts show as its change
+    done = promtool("check", "metrics", stdin=text)
+    assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), (
+        done.stdout + done.stderr
+    )
 
 
 def test_lag_is_read_at_most_every_few_seconds_and_kept_through_a_kafka_outage() -> None:

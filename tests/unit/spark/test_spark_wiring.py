@@ -85,6 +85,22 @@ def test_a_progress_report_is_counted_from_its_json() -> None:
     assert metrics.get("state.counter.rows") == 42
 
 
+def test_a_query_is_running_from_sparks_start_event_to_its_end_event() -> None:
+    listener = ProgressListener()
+    clinic, other = Metrics(), Metrics()
+    listener.pipelines |= {"clinic-": clinic, "other-": other}
+    listener.on_started("run-1", "clinic-counter")
+    listener.on_started("run-2", "clinic-enricher")
+    listener.on_started("run-3", "other-counter")
+    listener.on_terminated("run-1")
+    listener.on_terminated("run-unknown")  # a query of no attached pipeline
+
+    assert not Figures(clinic.counts()).running("counter")
+    assert Figures(clinic.counts()).running("enricher")
+    assert Figures(other.counts()).running("counter")
+    assert not Figures(clinic.counts()).running("single")  # never started
+
+
 @pytest.mark.parametrize(("cores", "partitions"), [(1, 2), (2, 2), (3, 2), (8, 4), (None, 2)])
 def test_the_counters_state_takes_one_partition_per_two_cores_and_two_at_least(
     monkeypatch: pytest.MonkeyPatch, cores: int | None, partitions: int

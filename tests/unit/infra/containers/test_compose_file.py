@@ -120,13 +120,13 @@ def test_a_spark_master_and_two_workers_run_from_the_project_image() -> None:
 
 
 def test_every_published_port_binds_to_this_machine_only() -> None:
-    # A compose project on a shared host must not expose Kafka, Elasticsearch
-    # or the Spark master (which runs code it is sent) on every interface.
+    # A compose project on a shared host must not expose Kafka, Elasticsearch,
+    # the Spark master (which runs code it is sent) or Prometheus on every interface.
     services = _compose()["services"]
 
     published = {name: s["ports"] for name, s in services.items() if "ports" in s}
 
-    assert set(published) == {"kafka", "elasticsearch", "spark-master"}
+    assert set(published) == {"kafka", "elasticsearch", "spark-master", "prometheus"}
     for name, ports in published.items():
         for port in ports:
             assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} on every interface"
