@@ -161,8 +161,11 @@ def test_reconcile_asks_the_counter_for_the_items_whose_document_is_gone_or_old(
                 180,
                 "items 2, 5 and 7 enriched again",
             )
+            # A batch's documents are written before its counts reach the driver.
             metrics = running.metrics
+            running.wait_for(
+                lambda: metrics.get(names.COUNTER_UPDATED) >= 3, 60, "the three asked counted"
+            )
         assert metrics.get(names.COUNTER_FIRED) == ITEMS, "an item asked for is enriched, not fired"
-        assert metrics.get(names.COUNTER_UPDATED) >= 3
     finally:
         drop(config)
