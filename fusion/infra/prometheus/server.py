@@ -150,7 +150,7 @@ def start_prometheus(
         f"starting Prometheus on {prometheus_url(port)}, scraping {', '.join(scraping.targets)}"
     )
     prometheus.start(port, scraping)
-    state[prometheus.name] = {"port": port, "targets": str(prometheus.targets_dir)}
+    state[prometheus.name] = {"port": port}
     try:
         ready = partial(prometheus.healthy, port)
         wait_healthy({prometheus.name: (ready, prometheus.process)}, timeout)
